@@ -1,0 +1,150 @@
+// The C API: thin wrappers that turn exceptions into status codes.
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ringmend/ringmend.h"
+#include "ringmend/ringmend.hpp"
+
+struct ringmend_runtime {
+  ringmend::Runtime runtime;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+// The C handle of a communicator is the C++ object itself, plus storage for
+// the lost-rank arrays handed out by pointer.
+struct CommExtras {
+  std::vector<int> lost;
+  std::vector<int> change_lost;
+};
+
+CommExtras& extras_of(const ringmend_comm* comm) {
+  static std::unordered_map<const ringmend_comm*, CommExtras> table;
+  return table[comm];
+}
+
+ringmend::Communicator& cxx(ringmend_comm* c) { return *reinterpret_cast<ringmend::Communicator*>(c); }
+const ringmend::Communicator& cxx(const ringmend_comm* c) {
+  return *reinterpret_cast<const ringmend::Communicator*>(c);
+}
+
+int status_of(ringmend::Errc e) {
+  switch (e) {
+    case ringmend::Errc::InvalidArgument: return RINGMEND_ERR_INVALID_ARGUMENT;
+    case ringmend::Errc::Mismatch: return RINGMEND_ERR_MISMATCH;
+    case ringmend::Errc::Timeout: return RINGMEND_ERR_TIMEOUT;
+    case ringmend::Errc::FaultToleranceUnavailable: return RINGMEND_ERR_FT_UNAVAILABLE;
+    case ringmend::Errc::RootLost: return RINGMEND_ERR_ROOT_LOST;
+    case ringmend::Errc::BadEnvironment: return RINGMEND_ERR_BAD_ENVIRONMENT;
+    case ringmend::Errc::Internal: return RINGMEND_ERR_INTERNAL;
+  }
+  return RINGMEND_ERR_INTERNAL;
+}
+
+template <class F>
+int guarded(F&& f) {
+  try {
+    f();
+    return RINGMEND_SUCCESS;
+  } catch (const ringmend::Error& e) {
+    last_error = e.what();
+    return status_of(e.code());
+  } catch (const std::exception& e) {
+    last_error = e.what();
+    return RINGMEND_ERR_INTERNAL;
+  }
+}
+
+void fill(ringmend_comm* comm, const ringmend::CollectiveResult& r, ringmend_result* out) {
+  if (!out) return;
+  auto& ex = extras_of(comm);
+  ex.lost = r.lost;
+  out->recovered = r.recovered ? 1 : 0;
+  out->contributors = r.contributors;
+  out->num_lost = static_cast<int>(ex.lost.size());
+  out->lost = ex.lost.data();
+  out->epoch = r.epoch;
+}
+
+bool check_comm(const void* p) {
+  if (p) return true;
+  last_error = "null communicator or runtime handle";
+  return false;
+}
+
+}  // namespace
+
+extern "C" {
+
+int ringmend_init(int* argc, char*** argv, ringmend_runtime** runtime) {
+  if (!runtime) {
+    last_error = "ringmend_init: null output pointer";
+    return RINGMEND_ERR_INVALID_ARGUMENT;
+  }
+  *runtime = nullptr;
+  return guarded([&] { *runtime = new ringmend_runtime{ringmend::Runtime(argc, argv)}; });
+}
+
+int ringmend_finalize(ringmend_runtime* runtime) {
+  return guarded([&] { delete runtime; });
+}
+
+ringmend_comm* ringmend_world(ringmend_runtime* runtime) {
+  return runtime ? reinterpret_cast<ringmend_comm*>(&runtime->runtime.world()) : nullptr;
+}
+
+int ringmend_fault_tolerant(const ringmend_runtime* runtime) {
+  return runtime && runtime->runtime.fault_tolerant() ? 1 : 0;
+}
+
+int ringmend_comm_rank(const ringmend_comm* comm) { return comm ? cxx(comm).rank() : -1; }
+int ringmend_comm_size(const ringmend_comm* comm) { return comm ? cxx(comm).size() : -1; }
+uint64_t ringmend_comm_epoch(const ringmend_comm* comm) { return comm ? cxx(comm).epoch() : 0; }
+int ringmend_comm_world_rank(const ringmend_comm* comm, int rank) {
+  if (!comm || rank < 0 || rank >= cxx(comm).size()) return -1;
+  return cxx(comm).world_ranks()[static_cast<std::size_t>(rank)];
+}
+
+int ringmend_allreduce(ringmend_comm* comm, const void* input, void* output, size_t count,
+                       ringmend_datatype type, ringmend_op op, ringmend_result* result) {
+  if (!check_comm(comm)) return RINGMEND_ERR_INVALID_ARGUMENT;
+  return guarded([&] {
+    auto t = static_cast<ringmend::DataType>(type);
+    auto o = static_cast<ringmend::ReduceOp>(op);
+    auto r = input == output ? cxx(comm).allreduce(output, count, t, o)
+                             : cxx(comm).allreduce(input, output, count, t, o);
+    fill(comm, r, result);
+  });
+}
+
+int ringmend_broadcast(ringmend_comm* comm, void* buffer, size_t bytes, int root, ringmend_result* result) {
+  if (!check_comm(comm)) return RINGMEND_ERR_INVALID_ARGUMENT;
+  return guarded([&] { fill(comm, cxx(comm).broadcast(buffer, bytes, root), result); });
+}
+
+int ringmend_barrier(ringmend_comm* comm, ringmend_result* result) {
+  if (!check_comm(comm)) return RINGMEND_ERR_INVALID_ARGUMENT;
+  return guarded([&] { fill(comm, cxx(comm).barrier(), result); });
+}
+
+int ringmend_on_membership_change(ringmend_comm* comm, ringmend_membership_callback callback, void* user) {
+  if (!check_comm(comm) || !callback) return RINGMEND_ERR_INVALID_ARGUMENT;
+  return guarded([&] {
+    cxx(comm).on_membership_change([comm, callback, user](const ringmend::MembershipChange& m) {
+      auto& ex = extras_of(comm);
+      ex.change_lost = m.lost;
+      ringmend_membership_change c{m.old_epoch, m.new_epoch, m.old_size, m.new_size, m.new_rank,
+                                   static_cast<int>(ex.change_lost.size()), ex.change_lost.data(),
+                                   m.recovery_seconds};
+      callback(&c, user);
+    });
+  });
+}
+
+const char* ringmend_last_error(void) { return last_error.c_str(); }
+const char* ringmend_version(void) { return ringmend::version(); }
+
+}  // extern "C"

@@ -1,0 +1,446 @@
+// Collective calls and their recovery.
+//
+// A call runs its algorithm on the current channel. If a wait is interrupted
+// (a peer died, the control communicator was revoked), or a neighbour's
+// header shows the call is inconsistent, the rank revokes, shrinks with the
+// other survivors, rebuilds its channel and then either re-executes the call
+// over the survivors' inputs, receives the result from a survivor that had
+// already finished it, or raises the input error on every rank.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+
+#include "runtime/communicator_impl.hpp"
+#include "topo/topo.hpp"
+
+namespace ringmend {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+FaultPhase fault_phase_of(transport::Phase p) {
+  switch (p) {
+    case transport::Phase::Start: return FaultPhase::Start;
+    case transport::Phase::ReduceScatter: return FaultPhase::ReduceScatter;
+    case transport::Phase::Allgather: return FaultPhase::Allgather;
+    case transport::Phase::Broadcast: return FaultPhase::Broadcast;
+    case transport::Phase::End: return FaultPhase::End;
+  }
+  return FaultPhase::Start;
+}
+
+// Thrown inside run() for an invalid argument on this rank; it is raised
+// on every rank through the recovery state exchange.
+struct LocalInputError {
+  std::string text;
+};
+
+void copy_text(char (&dst)[196], const std::string& src) {
+  std::snprintf(dst, sizeof dst, "%s", src.c_str());
+}
+
+}  // namespace
+
+std::size_t CollectiveCall::bytes() const {
+  return kind == transport::CollectiveKind::Allreduce ? count * size_of(type) : count;
+}
+
+Communicator::Impl::Impl(const Config& config, bool fault_tolerant, transport::UcxContext& ucx,
+                         MPI_Comm parent)
+    : config_(config), fault_tolerant_(fault_tolerant), ucx_(ucx) {
+  MPI_Comm dup = MPI_COMM_NULL;
+  if (int rc = MPI_Comm_dup(parent, &dup); rc != MPI_SUCCESS)
+    throw Error(Errc::Internal, "MPI_Comm_dup failed: " + ulfm::error_string(rc));
+  ctrl_ = ulfm::CommHandle(dup);
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(dup, &rank);
+  MPI_Comm_size(dup, &size);
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  faults_ = FaultInjector(parse_fault_spec(config_.fault_spec), world_rank, config_.fault_record);
+
+  MemberState mine;
+  mine.world_rank = world_rank;
+  mine.seq = 1;
+  std::vector<MemberState> states;
+  if (!establish(mine, &states)) {
+    // A rank died while we were connecting: connect the survivors.
+    RecoveryOutcome r = recover(mine, "a failure during start-up");
+    (void)r;
+  }
+}
+
+Communicator::Impl::~Impl() {
+  monitor_.reset();
+  channel_.reset();
+}
+
+void Communicator::Impl::log(const std::string& message) const {
+  if (!config_.verbose) return;
+  std::fprintf(stderr, "[ringmend %d/%d e%llu] %s\n", rank, size,
+               static_cast<unsigned long long>(epoch), message.c_str());
+}
+
+std::vector<std::byte>& Communicator::Impl::scratch_for(std::uint64_t call_seq, std::size_t bytes) {
+  auto& s = scratch_[call_seq % 2];
+  if (s.size() < bytes) s.resize(bytes);
+  return s;
+}
+
+// ---------------------------------------------------------------- waiting
+
+void Communicator::Impl::check() {
+  if (monitor_ && monitor_->failure_noticed())
+    throw transport::Interrupted("MPI reported a failed process or a revoked communicator");
+  if (has_deadline_ && Clock::now() > deadline_)
+    throw Error(Errc::Timeout, "collective #" + std::to_string(current_seq_) + " did not complete within " +
+                                   std::to_string(config_.timeout_seconds) +
+                                   " s (RINGMEND_TIMEOUT); is every rank calling it?");
+}
+
+void Communicator::Impl::on_phase(transport::Phase phase, int step) {
+  if (faults_.armed()) faults_.at(fault_phase_of(phase), current_seq_, step, epoch);
+}
+
+// ------------------------------------------------------------- collectives
+
+std::string Communicator::Impl::validate(const CollectiveCall& c) const {
+  const char* name = c.kind == transport::CollectiveKind::Allreduce ? "allreduce" : "broadcast";
+  const std::string at = std::string(name) + " on rank " + std::to_string(rank) + ": ";
+  if (c.kind == transport::CollectiveKind::Allreduce) {
+    if (!is_valid(c.type)) return at + "unsupported data type " + std::to_string(static_cast<int>(c.type));
+    if (!is_valid(c.op)) return at + "unsupported reduction " + std::to_string(static_cast<int>(c.op));
+    if (c.count > 0 && (c.input == nullptr || c.output == nullptr))
+      return at + "null buffer with count " + std::to_string(c.count);
+    const auto* in = static_cast<const std::byte*>(c.input);
+    const auto* out = static_cast<const std::byte*>(c.output);
+    const std::size_t b = c.bytes();
+    if (c.count > 0 && in != out && in < out + b && out < in + b)
+      return at + "input and output overlap without being the same buffer (use the in-place call)";
+  } else {
+    if (c.root < 0 || c.root >= size)
+      return at + "root " + std::to_string(c.root) + " is not a rank of this communicator (size " +
+             std::to_string(size) + ")";
+    if (c.count > 0 && c.output == nullptr) return at + "null buffer with " + std::to_string(c.count) + " bytes";
+  }
+  return {};
+}
+
+void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq) {
+  const std::size_t bytes = c.bytes();
+  auto& out = scratch_for(call_seq, bytes);
+  if (c.kind == transport::CollectiveKind::Allreduce) {
+    transport::AllreduceArgs a{c.input, out.data(), c.count, c.type, c.op, call_seq};
+    transport::ring_allreduce(*channel_, ring_, a, *this, config_.chunk_bytes);
+  } else {
+    if (rank == c.root) std::memcpy(out.data(), c.input, bytes);
+    transport::BroadcastArgs a{out.data(), bytes, c.root, call_seq};
+    transport::chain_broadcast(*channel_, ring_, a, *this, config_.chunk_bytes);
+  }
+  retained_seq_[call_seq % 2] = call_seq;
+  retained_bytes_[call_seq % 2] = bytes;
+  std::memcpy(c.output, out.data(), bytes);
+}
+
+CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
+  const std::uint64_t call_seq = ++seq;
+  current_seq_ = call_seq;
+  CollectiveResult result;
+  const std::string input_error = validate(call);
+  if (!input_error.empty() && !fault_tolerant_) throw Error(Errc::InvalidArgument, input_error);
+  if (input_error.empty() && call.bytes() == 0) {  // a no-op, like MPI with count 0
+    result.contributors = size;
+    result.epoch = epoch;
+    return result;
+  }
+  has_deadline_ = config_.timeout_seconds > 0;
+  deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(config_.timeout_seconds));
+  const int size_at_start = size;
+  CollectiveCall c = call;  // the root is renumbered after a shrink
+  const int root_world = c.kind == transport::CollectiveKind::Broadcast && c.root >= 0 && c.root < size
+                             ? world_ranks[static_cast<std::size_t>(c.root)]
+                             : -1;
+  bool catching_up = false;
+  std::vector<MemberState> states;
+  for (;;) {
+    std::string cause, error_text;
+    int errc = -1;
+    try {
+      if (!input_error.empty()) throw LocalInputError{input_error};
+      if (catching_up) {
+        // Another survivor finished this collective before the failure: take
+        // its result, which contains every original contribution.
+        catch_up(call_seq, states, call.bytes());
+        std::memcpy(call.output, scratch_[call_seq % 2].data(), call.bytes());
+        retained_seq_[call_seq % 2] = call_seq;
+        retained_bytes_[call_seq % 2] = call.bytes();
+        result.contributors = size_at_start;
+      } else {
+        const bool ahead = !states.empty() &&
+                           std::any_of(states.begin(), states.end(), [&](const MemberState& s) {
+                             return s.seq < static_cast<std::int64_t>(call_seq) && !s.finalizing;
+                           });
+        if (ahead) catch_up(call_seq - 1, states, retained_bytes_[(call_seq - 1) % 2]);
+        states.clear();
+        execute(c, call_seq);
+        result.contributors = size;
+      }
+      result.epoch = epoch;
+      has_deadline_ = false;
+      return result;
+    } catch (const transport::Interrupted& e) {
+      cause = e.what();
+    } catch (const transport::Mismatch& e) {
+      cause = "inconsistent call";
+      error_text = e.what();
+      errc = static_cast<int>(Errc::Mismatch);
+    } catch (const LocalInputError& e) {
+      cause = "invalid argument";
+      error_text = e.text;
+      errc = static_cast<int>(Errc::InvalidArgument);
+    } catch (const Error& e) {
+      has_deadline_ = false;
+      throw;
+    }
+    if (!fault_tolerant_)
+      throw Error(errc >= 0 ? static_cast<Errc>(errc) : Errc::FaultToleranceUnavailable,
+                  errc >= 0 ? error_text
+                            : "a rank failed (" + cause +
+                                  ") and this job runs without fault tolerance; launch with "
+                                  "ringmend's FT mpirun arguments and an MPI with ULFM");
+    MemberState mine;
+    mine.seq = static_cast<std::int64_t>(call_seq);
+    mine.retained_bytes = retained_bytes_[(call_seq - 1) % 2];
+    mine.errc = errc;
+    copy_text(mine.error, error_text);
+    RecoveryOutcome r = recover(mine, cause);
+    result.recovered = true;
+    result.lost.insert(result.lost.end(), r.lost.begin(), r.lost.end());
+    states = std::move(r.states);
+    // An input error anywhere is raised everywhere.
+    auto bad = std::find_if(states.begin(), states.end(), [](const MemberState& s) { return s.errc >= 0; });
+    if (bad != states.end()) {
+      std::int64_t max_seq = 0;
+      for (const auto& s : states) max_seq = std::max(max_seq, s.seq);
+      seq = static_cast<std::uint64_t>(std::max<std::int64_t>(max_seq, static_cast<std::int64_t>(call_seq)));
+      has_deadline_ = false;
+      throw Error(static_cast<Errc>(bad->errc), bad->error);
+    }
+    // A member that finalized while we are in a collective will never join it.
+    for (const auto& s : states)
+      if (s.finalizing && s.seq == static_cast<std::int64_t>(call_seq)) {
+        has_deadline_ = false;
+        throw Error(Errc::Mismatch, "world rank " + std::to_string(s.world_rank) +
+                                        " finalized while this rank called collective #" +
+                                        std::to_string(call_seq));
+      }
+    catching_up = std::any_of(states.begin(), states.end(), [&](const MemberState& s) {
+      return s.seq > static_cast<std::int64_t>(call_seq);
+    });
+    if (c.kind == transport::CollectiveKind::Broadcast && !catching_up) {
+      // Re-executing needs the root's data: gone if the root is.
+      auto it = std::find(world_ranks.begin(), world_ranks.end(), root_world);
+      if (it == world_ranks.end()) {
+        has_deadline_ = false;
+        throw Error(Errc::RootLost, "broadcast #" + std::to_string(call_seq) + ": its root (world rank " +
+                                        std::to_string(root_world) +
+                                        ") failed before any survivor had the data");
+      }
+      c.root = static_cast<int>(it - world_ranks.begin());
+    }
+  }
+}
+
+// ---------------------------------------------------------------- recovery
+
+void Communicator::Impl::catch_up(std::uint64_t behind_seq, const std::vector<MemberState>& states,
+                                  std::size_t bytes) {
+  int root = -1;
+  for (int r = 0; r < size && root < 0; ++r)
+    if (states[static_cast<std::size_t>(r)].seq > static_cast<std::int64_t>(behind_seq)) root = r;
+  if (root < 0 || bytes == 0) return;
+  if (rank == root && retained_seq_[behind_seq % 2] != behind_seq)
+    throw Error(Errc::Internal, "catch-up: the result of collective #" + std::to_string(behind_seq) +
+                                    " is no longer retained");
+  log("handing the result of collective #" + std::to_string(behind_seq) + " from rank " +
+      std::to_string(root) + " to the survivors that missed it");
+  auto& buf = scratch_for(behind_seq, bytes);
+  transport::BroadcastArgs a{buf.data(), bytes, root, behind_seq};
+  transport::chain_broadcast(*channel_, ring_, a, *this, config_.chunk_bytes);
+}
+
+bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* states) {
+  MPI_Comm comm = ctrl_.get();
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  bool ok = true;
+
+  // Ranks sharing a node, from MPI (not from host names, which two "nodes"
+  // of one machine may share).
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    ulfm::CommHandle node_comm(node);
+    ulfm::GroupHandle node_group, group;
+    MPI_Comm_group(node, node_group.out());
+    MPI_Comm_group(comm, group.out());
+    int first = 0;
+    MPI_Group_translate_ranks(node_group.get(), 1, &first, group.get(), &mine.node_key);
+  } else {
+    ok = false;
+  }
+
+  channel_ = std::make_unique<transport::UcxChannel>(ucx_, rank, size, static_cast<std::uint32_t>(epoch + 1));
+  const std::vector<std::byte> address = channel_->local_address();
+  mine.address_bytes = static_cast<std::uint32_t>(address.size());
+  states->assign(static_cast<std::size_t>(size), MemberState{});
+  std::vector<std::byte> addresses;
+  std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size));
+  if (ok)
+    ok = MPI_Allgather(&mine, sizeof mine, MPI_BYTE, states->data(), sizeof mine, MPI_BYTE, comm) ==
+         MPI_SUCCESS;
+  if (ok) {
+    int total = 0;
+    for (int r = 0; r < size; ++r) {
+      counts[static_cast<std::size_t>(r)] = static_cast<int>((*states)[static_cast<std::size_t>(r)].address_bytes);
+      displs[static_cast<std::size_t>(r)] = total;
+      total += counts[static_cast<std::size_t>(r)];
+    }
+    addresses.resize(static_cast<std::size_t>(total));
+    ok = MPI_Allgatherv(address.data(), static_cast<int>(address.size()), MPI_BYTE, addresses.data(),
+                        counts.data(), displs.data(), MPI_BYTE, comm) == MPI_SUCCESS;
+  }
+  if (!ok) ulfm::revoke(comm);  // make sure nobody waits for this rank
+  // Agreement makes the outcome uniform: either every survivor goes on with
+  // this membership, or every survivor shrinks again.
+  int flag = ok ? 1 : 0;
+  if (ulfm::agree(comm, flag) != MPI_SUCCESS || !flag) return false;
+
+  std::vector<int> node_of(static_cast<std::size_t>(size));
+  std::vector<std::vector<std::byte>> per_rank(static_cast<std::size_t>(size));
+  world_ranks.resize(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    node_of[i] = (*states)[i].node_key;
+    world_ranks[i] = (*states)[i].world_rank;
+    per_rank[i].assign(addresses.begin() + displs[i], addresses.begin() + displs[i] + counts[i]);
+  }
+  ring_ = topo::ring_order(node_of);
+  const auto pos = static_cast<std::size_t>(std::find(ring_.begin(), ring_.end(), rank) - ring_.begin());
+  const auto n = ring_.size();
+  channel_->connect(per_rank, {ring_[(pos + 1) % n], ring_[(pos + n - 1) % n]});
+  monitor_ = std::make_unique<ulfm::FailureMonitor>(comm);
+  return true;
+}
+
+Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const MemberState& mine,
+                                                                const std::string& cause) {
+  const auto start = Clock::now();
+  const std::uint64_t old_epoch = epoch;
+  const int old_size = size;
+  RecoveryOutcome out;
+  log("failure noticed in collective #" + std::to_string(mine.seq) + " (" + cause + "): recovering");
+  for (int attempt = 0;; ++attempt) {
+    if (seconds_since(start) > config_.recovery_timeout_seconds)
+      throw Error(Errc::Internal, "recovery did not complete within " +
+                                      std::to_string(config_.recovery_timeout_seconds) +
+                                      " s (RINGMEND_RECOVERY_TIMEOUT)");
+    if (faults_.armed()) faults_.at(FaultPhase::Recovery, current_seq_, attempt, epoch);
+    monitor_.reset();
+    channel_.reset();
+    int rc = MPI_SUCCESS;
+    ulfm::ShrinkOutcome shrunk = ulfm::revoke_and_shrink(ctrl_.get(), rc);
+    if (rc != MPI_SUCCESS) {
+      log("shrink failed (" + ulfm::error_string(rc) + "), retrying");
+      continue;
+    }
+    // Lost members, as world ranks, in old-communicator order.
+    for (auto it = shrunk.lost_members.rbegin(); it != shrunk.lost_members.rend(); ++it) {
+      out.lost.push_back(world_ranks[static_cast<std::size_t>(*it)]);
+      world_ranks.erase(world_ranks.begin() + *it);
+    }
+    ctrl_ = std::move(shrunk.comm);
+    if (establish(mine, &out.states)) break;
+    log("a failure interrupted the rebuild; recovering again");
+  }
+  ++epoch;
+  std::sort(out.lost.begin(), out.lost.end());
+  MembershipChange change{old_epoch, epoch, out.lost, old_size, size, rank, seconds_since(start)};
+  std::string lost_text;
+  for (int w : out.lost) lost_text += (lost_text.empty() ? "" : ",") + std::to_string(w);
+  log("recovered in " + std::to_string(change.recovery_seconds * 1e3) + " ms: lost world ranks [" + lost_text +
+      "], " + std::to_string(old_size) + " -> " + std::to_string(size) + " ranks");
+  for (auto& [id, callback] : callbacks) callback(change);
+  return out;
+}
+
+void Communicator::Impl::quiesce() {
+  if (!fault_tolerant_ || !ctrl_) return;
+  for (;;) {
+    // A non-blocking agreement, so that a survivor that needs this rank in a
+    // recovery (it revokes) is noticed while waiting. A plain failure is
+    // reported by the agreement itself, to every finalizing rank alike.
+    bool done = false;
+    MPI_Comm comm = ctrl_.get();
+    if (ulfm::agree_while(comm, [comm] { return ulfm::is_revoked(comm); }, done) && done) return;
+    MemberState mine;
+    mine.seq = static_cast<std::int64_t>(seq + 1);
+    mine.finalizing = 1;
+    mine.retained_bytes = retained_bytes_[seq % 2];
+    RecoveryOutcome r = recover(mine, "failure while finalizing");
+    const bool someone_behind = std::any_of(r.states.begin(), r.states.end(), [&](const MemberState& s) {
+      return s.seq == static_cast<std::int64_t>(seq) && !s.finalizing;
+    });
+    if (!someone_behind) continue;
+    try {
+      catch_up(seq, r.states, retained_bytes_[seq % 2]);
+    } catch (const transport::Interrupted&) {
+    } catch (const transport::Mismatch&) {
+    }
+  }
+}
+
+// ------------------------------------------------------------- the facade
+
+Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Communicator::~Communicator() = default;
+int Communicator::rank() const { return impl_->rank; }
+int Communicator::size() const { return impl_->size; }
+std::uint64_t Communicator::epoch() const { return impl_->epoch; }
+int Communicator::world_rank() const { return impl_->world_ranks[static_cast<std::size_t>(impl_->rank)]; }
+const std::vector<int>& Communicator::world_ranks() const { return impl_->world_ranks; }
+std::uint64_t Communicator::collectives_called() const { return impl_->seq; }
+
+CollectiveResult Communicator::allreduce(const void* input, void* output, std::size_t count, DataType type,
+                                         ReduceOp op) {
+  return impl_->run({transport::CollectiveKind::Allreduce, input, output, count, type, op, -1});
+}
+
+CollectiveResult Communicator::allreduce(void* inout, std::size_t count, DataType type, ReduceOp op) {
+  return impl_->run({transport::CollectiveKind::Allreduce, inout, inout, count, type, op, -1});
+}
+
+CollectiveResult Communicator::broadcast(void* buffer, std::size_t bytes, int root) {
+  return impl_->run({transport::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32,
+                     ReduceOp::Sum, root});
+}
+
+CollectiveResult Communicator::barrier() {
+  std::int64_t one = 1, total = 0;
+  return allreduce(&one, &total, 1, DataType::Int64, ReduceOp::Sum);
+}
+
+int Communicator::on_membership_change(std::function<void(const MembershipChange&)> callback) {
+  const int id = impl_->next_callback_id++;
+  impl_->callbacks.emplace(id, std::move(callback));
+  return id;
+}
+
+void Communicator::remove_membership_callback(int id) { impl_->callbacks.erase(id); }
+
+}  // namespace ringmend

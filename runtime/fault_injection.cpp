@@ -1,0 +1,104 @@
+#include "runtime/fault_injection.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <ctime>
+#include <sstream>
+
+#include "ringmend/error.hpp"
+
+namespace ringmend {
+namespace {
+
+[[noreturn]] void bad(const std::string& rule, const std::string& why) {
+  throw Error(Errc::BadEnvironment, "RINGMEND_FAULT rule '" + rule + "' is not valid: " + why +
+                                        " (expected rank=R,call=C|*,phase=P[,step=S][,epoch=E])");
+}
+
+std::int64_t to_int(const std::string& rule, const std::string& key, const std::string& v) {
+  std::int64_t out = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || ptr != v.data() + v.size() || out < 0)
+    bad(rule, key + " must be a non-negative integer, got '" + v + "'");
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+FaultPhase to_phase(const std::string& rule, const std::string& v) {
+  if (v == "start") return FaultPhase::Start;
+  if (v == "reduce_scatter") return FaultPhase::ReduceScatter;
+  if (v == "allgather") return FaultPhase::Allgather;
+  if (v == "broadcast") return FaultPhase::Broadcast;
+  if (v == "end") return FaultPhase::End;
+  if (v == "recovery") return FaultPhase::Recovery;
+  bad(rule, "unknown phase '" + v + "' (start, reduce_scatter, allgather, broadcast, end, recovery)");
+}
+
+}  // namespace
+
+std::vector<FaultRule> parse_fault_spec(const std::string& spec) {
+  std::vector<FaultRule> rules;
+  std::stringstream all(spec);
+  std::string rule;
+  while (std::getline(all, rule, ';')) {
+    if (rule.find_first_not_of(" \t") == std::string::npos) continue;
+    FaultRule r;
+    bool has_rank = false, has_call = false, has_phase = false;
+    std::stringstream fields(rule);
+    std::string field;
+    while (std::getline(fields, field, ',')) {
+      const auto eq = field.find('=');
+      if (eq == std::string::npos) bad(rule, "'" + field + "' is not key=value");
+      const std::string key = trim(field.substr(0, eq)), value = trim(field.substr(eq + 1));
+      if (key == "rank") r.rank = static_cast<int>(to_int(rule, key, value)), has_rank = true;
+      else if (key == "call") r.call = value == "*" ? -1 : to_int(rule, key, value), has_call = true;
+      else if (key == "phase") r.phase = to_phase(rule, value), has_phase = true;
+      else if (key == "step") r.step = static_cast<int>(to_int(rule, key, value));
+      else if (key == "epoch") r.epoch = to_int(rule, key, value);
+      else bad(rule, "unknown key '" + key + "'");
+    }
+    if (!has_rank || !has_call || !has_phase) bad(rule, "rank, call and phase are required");
+    rules.push_back(r);
+  }
+  return rules;
+}
+
+FaultInjector::FaultInjector(std::vector<FaultRule> rules, int world_rank, std::string record_file)
+    : world_rank_(world_rank), record_file_(std::move(record_file)) {
+  for (const FaultRule& r : rules)
+    if (r.rank == world_rank) rules_.push_back(r);
+}
+
+void FaultInjector::at(FaultPhase phase, std::uint64_t call, int step, std::uint64_t epoch) const {
+  for (const FaultRule& r : rules_) {
+    if (r.phase != phase || r.step != step) continue;
+    if (r.call >= 0 && static_cast<std::uint64_t>(r.call) != call) continue;
+    if (r.epoch >= 0 && static_cast<std::uint64_t>(r.epoch) != epoch) continue;
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    char line[128];
+    const int len = std::snprintf(line, sizeof line, "%d %lld.%09ld\n", world_rank_,
+                                  static_cast<long long>(now.tv_sec), now.tv_nsec);
+    if (!record_file_.empty()) {
+      int fd = ::open(record_file_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        (void)!::write(fd, line, static_cast<std::size_t>(len));
+        ::close(fd);
+      }
+    }
+    std::fprintf(stderr, "[ringmend] fault injection: world rank %d SIGKILLs itself (call %llu, epoch %llu)\n",
+                 world_rank_, static_cast<unsigned long long>(call), static_cast<unsigned long long>(epoch));
+    std::fflush(stderr);
+    ::kill(::getpid(), SIGKILL);
+  }
+}
+
+}  // namespace ringmend

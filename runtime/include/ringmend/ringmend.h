@@ -1,0 +1,77 @@
+/* ringmend C API: the C++ API (ringmend.hpp) for C and Fortran codes.
+ *
+ * Every call returns RINGMEND_SUCCESS or an error code; ringmend_last_error()
+ * then gives the message (per thread, valid until the next failing call). */
+#ifndef RINGMEND_H
+#define RINGMEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  RINGMEND_SUCCESS = 0,
+  RINGMEND_ERR_INVALID_ARGUMENT = 1,
+  RINGMEND_ERR_MISMATCH = 2,
+  RINGMEND_ERR_TIMEOUT = 3,
+  RINGMEND_ERR_FT_UNAVAILABLE = 4,
+  RINGMEND_ERR_ROOT_LOST = 5,
+  RINGMEND_ERR_BAD_ENVIRONMENT = 6,
+  RINGMEND_ERR_INTERNAL = 7
+} ringmend_status;
+
+typedef enum { RINGMEND_FLOAT32 = 0, RINGMEND_FLOAT64 = 1, RINGMEND_INT32 = 2, RINGMEND_INT64 = 3 } ringmend_datatype;
+typedef enum { RINGMEND_SUM = 0, RINGMEND_PROD = 1, RINGMEND_MIN = 2, RINGMEND_MAX = 3 } ringmend_op;
+
+typedef struct ringmend_runtime ringmend_runtime;
+typedef struct ringmend_comm ringmend_comm;
+
+/* Filled by collectives when the caller passes a non-null pointer. `lost`
+ * points into storage owned by the communicator, valid until its next call. */
+typedef struct {
+  int recovered;     /* 1 if a failure happened during the call and was recovered */
+  int contributors;  /* ranks whose inputs the result contains */
+  int num_lost;      /* original (world) ranks lost during the call */
+  const int* lost;
+  uint64_t epoch;    /* membership epoch after the call */
+} ringmend_result;
+
+typedef struct {
+  uint64_t old_epoch, new_epoch;
+  int old_size, new_size, new_rank;
+  int num_lost;
+  const int* lost;
+  double recovery_seconds;
+} ringmend_membership_change;
+
+typedef void (*ringmend_membership_callback)(const ringmend_membership_change* change, void* user);
+
+int ringmend_init(int* argc, char*** argv, ringmend_runtime** runtime);
+int ringmend_finalize(ringmend_runtime* runtime); /* frees it; bounded */
+ringmend_comm* ringmend_world(ringmend_runtime* runtime);
+int ringmend_fault_tolerant(const ringmend_runtime* runtime);
+
+int ringmend_comm_rank(const ringmend_comm* comm);
+int ringmend_comm_size(const ringmend_comm* comm);
+uint64_t ringmend_comm_epoch(const ringmend_comm* comm);
+/* Original (world) rank of member `rank`, or -1 when out of range. */
+int ringmend_comm_world_rank(const ringmend_comm* comm, int rank);
+
+/* In place when input == output. */
+int ringmend_allreduce(ringmend_comm* comm, const void* input, void* output, size_t count,
+                       ringmend_datatype type, ringmend_op op, ringmend_result* result);
+int ringmend_broadcast(ringmend_comm* comm, void* buffer, size_t bytes, int root, ringmend_result* result);
+int ringmend_barrier(ringmend_comm* comm, ringmend_result* result);
+int ringmend_on_membership_change(ringmend_comm* comm, ringmend_membership_callback callback, void* user);
+
+const char* ringmend_last_error(void);
+const char* ringmend_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RINGMEND_H */

@@ -1,0 +1,122 @@
+// ringmend — an elastic, fault-tolerant allreduce runtime for MPI jobs.
+//
+//   ringmend::Runtime rt(&argc, &argv);      // MPI + ULFM + transports
+//   auto& world = rt.world();
+//   auto r = world.allreduce(std::span<float>(grad), ringmend::ReduceOp::Sum);
+//   if (r.recovered) { /* ranks r.lost died; r.contributors ranks contributed */ }
+//
+// When a rank dies during a collective, the survivors revoke, agree on the
+// failed set, shrink, rebuild their rings and re-execute the collective over
+// their own (intact) inputs; the call then returns normally with the new
+// membership. Inputs must not be modified by another thread during a call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ringmend/error.hpp"
+#include "ringmend/types.hpp"
+
+namespace ringmend {
+
+// What a collective call reports besides its data.
+struct CollectiveResult {
+  bool recovered = false;     // a failure happened during this call and was recovered
+  std::vector<int> lost;      // original (world) ranks lost during this call
+  int contributors = 0;       // ranks whose inputs the result contains
+  std::uint64_t epoch = 0;    // membership epoch after the call
+};
+
+// Passed to membership-change callbacks after each recovery.
+struct MembershipChange {
+  std::uint64_t old_epoch = 0, new_epoch = 0;
+  std::vector<int> lost;       // original ranks lost in this recovery
+  int old_size = 0, new_size = 0;
+  int new_rank = 0;            // this process's rank in the new membership
+  double recovery_seconds = 0; // failure noticed -> membership rebuilt
+};
+
+class Communicator {
+ public:
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const;
+  int size() const;
+  std::uint64_t epoch() const;                  // increases by one per recovery
+  int world_rank() const;                       // this process's original rank
+  const std::vector<int>& world_ranks() const;  // original rank of each member
+  std::uint64_t collectives_called() const;     // collective calls so far
+
+  // Out of place (input and output must not overlap) and in place.
+  CollectiveResult allreduce(const void* input, void* output, std::size_t count, DataType type,
+                             ReduceOp op);
+  CollectiveResult allreduce(void* inout, std::size_t count, DataType type, ReduceOp op);
+
+  template <class T>
+  CollectiveResult allreduce(std::span<T> inout, ReduceOp op) {
+    return allreduce(inout.data(), inout.size(), data_type_of<T>, op);
+  }
+  template <class T>
+  CollectiveResult allreduce(std::span<const T> input, std::span<T> output, ReduceOp op) {
+    if (input.size() != output.size())
+      throw Error(Errc::InvalidArgument, "allreduce: input and output spans differ in size");
+    return allreduce(input.data(), output.data(), input.size(), data_type_of<T>, op);
+  }
+
+  // `root` is a rank of the current membership. If the root dies before any
+  // survivor has the data, every survivor gets Error(Errc::RootLost).
+  CollectiveResult broadcast(void* buffer, std::size_t bytes, int root);
+  CollectiveResult barrier();
+
+  // Called on every member after each recovery, before the interrupted
+  // collective is re-executed. Returns an id for remove_membership_callback.
+  int on_membership_change(std::function<void(const MembershipChange&)> callback);
+  void remove_membership_callback(int id);
+
+  struct Impl;
+
+ private:
+  friend class Runtime;
+  explicit Communicator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Runtime settings; each defaults to its RINGMEND_* environment variable
+// (see docs/environment.md), which default as documented there.
+struct Options {
+  bool read_environment = true;
+};
+
+class Runtime {
+ public:
+  // Initialises MPI (MPI_THREAD_SERIALIZED) unless it already is, installs
+  // error handlers that return, and connects the world communicator.
+  Runtime(int* argc, char*** argv, Options options = {});
+  ~Runtime();  // bounded: never hangs in MPI_Finalize after failures
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  Communicator& world();
+  bool fault_tolerant() const;            // ULFM built in and enabled at launch
+  std::string fault_tolerance_status() const;  // one line explaining the above
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// The mpirun arguments that turn ULFM fault tolerance on (one list, shared
+// by the tests, the examples and the launcher).
+std::vector<std::string> ft_mpirun_args();
+
+const char* version();
+
+}  // namespace ringmend

@@ -1,0 +1,121 @@
+// The Runtime: MPI start-up and a bounded shutdown.
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "runtime/communicator_impl.hpp"
+
+namespace ringmend {
+
+struct Runtime::Impl {
+  Config config;
+  bool we_initialized_mpi = false;
+  bool fault_tolerant = false;
+  std::string ft_status;
+  std::unique_ptr<transport::UcxContext> ucx;
+  std::unique_ptr<Communicator> world;
+};
+
+namespace {
+
+// Runs `work`; if it has not returned after `seconds`, ends the process:
+// MPI_Finalize can hang after failures (the failed ranks' connections are
+// not always torn down), and an application that got this far succeeded.
+template <class F>
+void bounded(double seconds, const char* what, F&& work) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool finished = false;
+  std::thread watchdog([&] {
+    std::unique_lock lock(m);
+    if (!cv.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return finished; })) {
+      std::fprintf(stderr, "[ringmend] %s did not finish within %.0f s (RINGMEND_FINALIZE_TIMEOUT); exiting\n",
+                   what, seconds);
+      std::fflush(stderr);
+      std::fflush(stdout);
+      ::_exit(0);
+    }
+  });
+  work();
+  {
+    std::lock_guard lock(m);
+    finished = true;
+  }
+  cv.notify_one();
+  watchdog.join();
+}
+
+}  // namespace
+
+Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_unique<Impl>()) {
+  impl_->config = options.read_environment ? Config::from_environment() : Config{};
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+      throw Error(Errc::Internal, "MPI_Init_thread failed");
+    impl_->we_initialized_mpi = true;
+  }
+  // Errors must come back to ringmend, not abort the job.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+#if RINGMEND_HAVE_ULFM
+  impl_->fault_tolerant = ulfm::fault_tolerance_enabled();
+  impl_->ft_status = impl_->fault_tolerant
+                         ? "fault tolerance on (ULFM)"
+                         : "fault tolerance OFF: this MPI has ULFM but the job was not launched with it "
+                           "(mpirun " + [] {
+                             std::string s;
+                             for (const auto& a : ulfm::ft_mpirun_args()) s += a + " ";
+                             return s;
+                           }() + "...); a rank failure will end the job";
+#else
+  impl_->ft_status = "fault tolerance OFF: ringmend was built against an MPI without ULFM "
+                     "(RINGMEND_REQUIRE_ULFM=OFF); a rank failure will end the job";
+#endif
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (!impl_->fault_tolerant && rank == 0) std::fprintf(stderr, "[ringmend] %s\n", impl_->ft_status.c_str());
+  impl_->ucx = std::make_unique<transport::UcxContext>();
+  impl_->world.reset(new Communicator(
+      std::make_unique<Communicator::Impl>(impl_->config, impl_->fault_tolerant, *impl_->ucx, MPI_COMM_WORLD)));
+}
+
+Runtime::~Runtime() {
+  bounded(impl_->config.finalize_timeout_seconds, "finalize", [&] {
+    try {
+      impl_->world->impl_->quiesce();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "[ringmend] while finalizing: %s\n", e.what());
+    }
+    impl_->world.reset();
+    impl_->ucx.reset();
+    if (impl_->we_initialized_mpi) MPI_Finalize();
+  });
+}
+
+Communicator& Runtime::world() { return *impl_->world; }
+bool Runtime::fault_tolerant() const { return impl_->fault_tolerant; }
+std::string Runtime::fault_tolerance_status() const { return impl_->ft_status; }
+
+std::vector<std::string> ft_mpirun_args() { return ulfm::ft_mpirun_args(); }
+const char* version() { return RINGMEND_VERSION_STRING; }
+
+const char* to_string(Errc code) {
+  switch (code) {
+    case Errc::InvalidArgument: return "invalid argument";
+    case Errc::Mismatch: return "inconsistent call across ranks";
+    case Errc::Timeout: return "timeout";
+    case Errc::FaultToleranceUnavailable: return "fault tolerance unavailable";
+    case Errc::RootLost: return "broadcast root lost";
+    case Errc::BadEnvironment: return "bad environment variable";
+    case Errc::Internal: return "internal error";
+  }
+  return "unknown error";
+}
+
+}  // namespace ringmend

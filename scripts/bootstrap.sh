@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Installs everything ringmend needs on Debian 12 and builds Open MPI 5 with
+# ULFM (fault tolerance) into a prefix outside the repository.
+#
+# Idempotent and cached: a second run checks each step and finishes in seconds.
+#
+#   scripts/bootstrap.sh            # packages + Open MPI 5 with ULFM
+#   RINGMEND_DEPS=/path scripts/bootstrap.sh   # choose the dependency prefix
+#
+# Prints the Open MPI prefix on the last line as `RINGMEND_MPI_HOME=...`.
+#
+# Why build Open MPI: Debian 12 ships Open MPI 4.1 (no ULFM) and MPICH 4.0
+# (exports the MPIX_ calls but never reports a killed rank). Open MPI 5.0.x
+# with --with-ft=ulfm is the first that works; Debian's newer suite has its
+# source package, fetched here through apt from the mirror this machine
+# already uses.
+set -euo pipefail
+
+OMPI_VERSION=5.0.7
+OMPI_DEB_VERSION=$OMPI_VERSION-1
+OMPI_SUITE=${RINGMEND_OMPI_SUITE:-trixie}
+DEPS=${RINGMEND_DEPS:-${XDG_CACHE_HOME:-$HOME/.cache}/ringmend-deps}
+OMPI_PREFIX=${RINGMEND_MPI_HOME:-$DEPS/openmpi-$OMPI_VERSION-ulfm}
+JOBS=$(($(nproc) + 1))
+WITH_CLUSTER_TOOLS=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-cluster-tools) WITH_CLUSTER_TOOLS=1 ;;
+    -h | --help)
+      sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+      echo "  --with-cluster-tools  also install Slurm, Lmod, gloo and gnuplot"
+      exit 0
+      ;;
+    *) echo "bootstrap: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+START=$SECONDS
+STEP="start"
+step() {
+  STEP=$1
+  printf '[bootstrap %4ds] %s\n' $((SECONDS - START)) "$STEP"
+}
+trap 'echo "bootstrap: FAILED in step \"$STEP\" (exit $?). See the output above." >&2' ERR
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+# ---------------------------------------------------------------- packages
+PACKAGES=(build-essential cmake ninja-build pkg-config git xz-utils file
+  libhwloc-dev hwloc libucx-dev ucx-utils libevent-dev zlib1g-dev
+  libgtest-dev googletest procps)
+if [ "$WITH_CLUSTER_TOOLS" = 1 ]; then
+  PACKAGES+=(slurmctld slurmd slurm-client lmod libgloo-dev gnuplot-nox)
+fi
+step "Debian packages (${#PACKAGES[@]})"
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "  installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  # Slurm's packages try to start daemons; there may be no init system.
+  DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 $SUDO apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "  all present"
+fi
+
+# ------------------------------------------------------- Open MPI with ULFM
+STAMP="$OMPI_PREFIX/.ringmend-ulfm-ok"
+if [ -f "$STAMP" ] && "$OMPI_PREFIX/bin/ompi_info" --parsable 2>/dev/null | grep -q "ftmpi"; then
+  step "Open MPI $OMPI_VERSION with ULFM: cached in $OMPI_PREFIX"
+else
+  WORK="$DEPS/build"
+  mkdir -p "$WORK"
+  TARBALL="$WORK/openmpi_$OMPI_VERSION.orig.tar.xz"
+  if [ ! -f "$TARBALL" ]; then
+    step "fetch Open MPI $OMPI_VERSION source package from Debian $OMPI_SUITE"
+    # Reuse the Debian mirror this machine is configured with; only the
+    # suite changes. A private apt state keeps the system's lists untouched.
+    mirror=$( (grep -rhE '^[[:space:]]*(URIs:|deb[[:space:]])' /etc/apt/sources.list \
+      /etc/apt/sources.list.d/ 2>/dev/null || true) | grep -oE 'https?://[^ ]+/debian/?( |$)' \
+      | grep -v -- '-security' | head -n 1 | tr -d ' ')
+    [ -n "$mirror" ] || { echo "bootstrap: no Debian mirror found in /etc/apt sources" >&2; false; }
+    APT="$WORK/apt"
+    mkdir -p "$APT/lists/partial"
+    echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror $OMPI_SUITE main" >"$APT/sources.list"
+    aptopts=(-o "Dir::Etc::sourcelist=$APT/sources.list" -o "Dir::Etc::sourceparts=-"
+      -o "Dir::State::Lists=$APT/lists" -o "APT::Get::List-Cleanup=0" -o "APT::Sandbox::User=root")
+    apt-get "${aptopts[@]}" update -qq
+    (cd "$WORK" && apt-get "${aptopts[@]}" source --download-only -qq "openmpi=$OMPI_DEB_VERSION")
+    [ -f "$TARBALL" ] || { echo "bootstrap: apt did not deliver $TARBALL" >&2; false; }
+  fi
+  SRC="$WORK/openmpi-$OMPI_VERSION"
+  step "unpack source"
+  rm -rf "$SRC"
+  tar -xJf "$TARBALL" -C "$WORK"
+  cd "$SRC"
+  step "configure (log: $SRC/configure.log)"
+  # Notes on the flags: internal PMIx/PRRTE (the tarball bundles matching
+  # versions); external hwloc and libevent from Debian ("external", because
+  # the libraries live in the multiarch directory); UCX for the ucx pml; no
+  # Fortran/OSHMEM; --with-ft=ulfm builds the ftmpi extension.
+  ./configure --prefix="$OMPI_PREFIX" --with-pmix=internal --with-prrte=internal \
+    --with-ucx --with-hwloc=external --with-libevent=external \
+    --disable-mpi-fortran --disable-oshmem --with-ft=ulfm --disable-sphinx \
+    >configure.log 2>&1 || { tail -30 configure.log; false; }
+  step "make -j$JOBS (about 20-25 min on 2 cores; log: $SRC/make.log)"
+  (
+    make -j"$JOBS" >make.log 2>&1 &
+    pid=$!
+    while kill -0 $pid 2>/dev/null; do
+      sleep 60
+      kill -0 $pid 2>/dev/null && printf '[bootstrap %4ds]   ... still building (%s)\n' \
+        $((SECONDS - START)) "$(grep -E '^Making all in' make.log | tail -n 1 | cut -c1-60)"
+    done
+    wait $pid
+  ) || { tail -30 make.log; false; }
+  step "make install"
+  make install >install.log 2>&1 || { tail -30 install.log; false; }
+  "$OMPI_PREFIX/bin/ompi_info" --parsable | grep -q ftmpi \
+    || { echo "bootstrap: built Open MPI lacks the ftmpi (ULFM) extension" >&2; false; }
+  touch "$STAMP"
+  cd "$WORK" && rm -rf "$SRC"
+fi
+
+step "done in $((SECONDS - START)) s"
+echo "RINGMEND_MPI_HOME=$OMPI_PREFIX"

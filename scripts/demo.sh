@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Sets everything up on a fresh Debian 12 machine and runs the main job:
+# 4 ranks train a logistic regression; world rank 2 is SIGKILLed midway;
+# the survivors recover and finish. Prints the membership change, the
+# recovery time and the final loss against a serial reference.
+#
+#   scripts/demo.sh [ranks] [rank to kill] [step to kill it in]
+set -euo pipefail
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ranks=${1:-4} victim=${2:-2} step=${3:-30}
+build=${RINGMEND_BUILD_DIR:-$top/build/release}
+mkdir -p "$(dirname "$build")"
+"$top/scripts/build.sh" "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+mpi_home=$(sed -n 's/^MPIEXEC_EXECUTABLE:FILEPATH=//p' "$build/CMakeCache.txt")
+record=$(mktemp)
+trap 'rm -f "$record"' EXIT
+echo
+echo "=== $ranks ranks; world rank $victim will SIGKILL itself during the allreduce of step $step ==="
+# Collective #(step+1) is the allreduce of that step (one allreduce per step).
+MPIEXEC=$mpi_home timeout -k 5 300 "$top/scripts/ft-mpirun" --oversubscribe -np "$ranks" \
+  -x RINGMEND_FAULT="rank=$victim,call=$((step + 1)),phase=reduce_scatter,step=1" \
+  -x RINGMEND_FAULT_RECORD="$record" \
+  "$build/examples/train_logreg" --steps=60
+echo "=== job finished with exit status 0 ==="

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Sets up everything (scripts/bootstrap.sh), builds with warnings as errors
+# and runs the whole test suite: unit tests and multi-process MPI tests with
+# real SIGKILLs. Then repeats the unit tests and a fault-tolerance subset in
+# an AddressSanitizer + UndefinedBehaviorSanitizer build.
+#
+#   scripts/test.sh [--no-sanitizers] [ctest arguments, e.g. -L fault]
+set -euo pipefail
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+sanitizers=1
+if [ "${1:-}" = "--no-sanitizers" ]; then sanitizers=0; shift; fi
+build=${RINGMEND_BUILD_DIR:-$top/build/test}
+mkdir -p "$(dirname "$build")"
+
+"$top/scripts/build.sh" "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGMEND_WERROR=ON
+echo "[test] ctest (every test has a timeout)"
+ctest --test-dir "$build" --output-on-failure -j 2 "$@"
+
+if [ "$sanitizers" = 1 ] && [ $# -eq 0 ]; then
+  san=$build-asan
+  "$top/scripts/build.sh" "$san" -DCMAKE_BUILD_TYPE=Debug -DRINGMEND_WERROR=ON \
+    -DRINGMEND_SANITIZE=address,undefined -DRINGMEND_BUILD_BENCH=OFF
+  echo "[test] ctest under ASan+UBSan"
+  # MPI and UCX keep allocations alive until exit by design: leaks are not
+  # checked here, memory errors and undefined behaviour are.
+  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "$san" --output-on-failure -j 2 \
+    -R '^(Partition|Reduce|Ring|Config|Fault|Wire|allreduce_np3|c_api|kill_rank2_allgather2|kill_during_recovery|bad_input_count_mismatch|bad_input_null_buffer)'
+fi

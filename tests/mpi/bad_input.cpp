@@ -1,0 +1,88 @@
+// Bad input gives the same clear error on every rank, never a hang, and the
+// communicator stays usable afterwards.
+//
+//   bad_input --case=count_mismatch|type_mismatch|op_mismatch|null_buffer|
+//                    bad_type|bad_root|zero_count|overlap|bad_env
+#include <cstdio>
+
+#include "test_data.hpp"
+
+using namespace ringmend;
+using namespace ringmend::testing;
+
+namespace {
+
+int follow_up_works(Communicator& comm) {
+  TypedBuffer b(DataType::Int32, 1001);
+  b.fill_input(comm.world_rank(), ReduceOp::Sum, 1);
+  comm.allreduce(b.data(), b.count, DataType::Int32, ReduceOp::Sum);
+  return b.wrong(comm.world_ranks(), ReduceOp::Sum, 1) == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string which = option(argc, argv, "case", "");
+  const std::string expect_text = option(argc, argv, "expect-text", "");
+  if (which == "bad_env") {
+    // RINGMEND_CHUNK_BYTES is set to garbage by the test.
+    try {
+      Runtime rt(&argc, &argv);
+      std::fprintf(stderr, "bad RINGMEND_CHUNK_BYTES was accepted\n");
+      return 1;
+    } catch (const Error& e) {
+      std::printf("error as expected: %s\n", e.what());
+      return e.code() == Errc::BadEnvironment && std::string(e.what()).find("RINGMEND_CHUNK_BYTES") != std::string::npos
+                 ? 0
+                 : 1;
+    }
+  }
+  Runtime rt(&argc, &argv);
+  Communicator& comm = rt.world();
+  const int odd = comm.size() > 1 ? 1 : 0;  // the rank that misbehaves
+  const bool me_odd = comm.rank() == odd;
+  std::size_t count = 5000;
+  DataType t = DataType::Float32;
+  ReduceOp op = ReduceOp::Sum;
+  std::vector<double> in(count + 16, 1.0), out(count + 16, 0.0);
+  Errc expected = Errc::Mismatch;
+  try {
+    if (which == "count_mismatch") {
+      comm.allreduce(in.data(), out.data(), me_odd ? count + 1 : count, t, op);
+    } else if (which == "type_mismatch") {
+      comm.allreduce(in.data(), out.data(), count, me_odd ? DataType::Float64 : t, op);
+    } else if (which == "op_mismatch") {
+      comm.allreduce(in.data(), out.data(), count, t, me_odd ? ReduceOp::Max : op);
+    } else if (which == "null_buffer") {
+      expected = Errc::InvalidArgument;
+      comm.allreduce(me_odd ? nullptr : in.data(), out.data(), count, t, op);
+    } else if (which == "bad_type") {
+      expected = Errc::InvalidArgument;
+      comm.allreduce(in.data(), out.data(), count, me_odd ? static_cast<DataType>(9) : t, op);
+    } else if (which == "overlap") {
+      expected = Errc::InvalidArgument;
+      comm.allreduce(in.data(), me_odd ? in.data() + 1 : out.data(), count, t, op);
+    } else if (which == "bad_root") {
+      expected = Errc::InvalidArgument;
+      comm.broadcast(in.data(), 64, comm.size() + 3);
+    } else if (which == "zero_count") {
+      // A no-op on every rank: nothing is written, no error.
+      CollectiveResult r = comm.allreduce(in.data(), out.data(), 0, t, op);
+      const bool ok = out[0] == 0.0 && !r.recovered && r.contributors == comm.size();
+      std::printf("rank %d: zero count no-op %s\n", comm.rank(), ok ? "ok" : "WRONG");
+      return ok ? follow_up_works(comm) : 1;
+    } else {
+      std::fprintf(stderr, "unknown --case=%s\n", which.c_str());
+      return 2;
+    }
+    std::fprintf(stderr, "rank %d: no error for %s\n", comm.rank(), which.c_str());
+    return 1;
+  } catch (const Error& e) {
+    const bool ok = e.code() == expected && std::string(e.what()).find(expect_text) != std::string::npos;
+    std::printf("rank %d: %s error: %s\n", comm.rank(), ok ? "expected" : "UNEXPECTED", e.what());
+    if (!ok) return 1;
+  }
+  const int rc = follow_up_works(comm);
+  std::printf("rank %d: follow-up allreduce %s\n", comm.rank(), rc ? "FAILED" : "ok");
+  return rc;
+}

@@ -1,0 +1,42 @@
+/* The C API end to end: allreduce (in place and not), broadcast, barrier,
+ * and an error reported through a status code and ringmend_last_error(). */
+#include <stdio.h>
+#include <string.h>
+
+#include "ringmend/ringmend.h"
+
+int main(int argc, char** argv) {
+  ringmend_runtime* rt = NULL;
+  if (ringmend_init(&argc, &argv, &rt) != RINGMEND_SUCCESS) {
+    fprintf(stderr, "init: %s\n", ringmend_last_error());
+    return 1;
+  }
+  ringmend_comm* world = ringmend_world(rt);
+  const int rank = ringmend_comm_rank(world), size = ringmend_comm_size(world);
+  int failures = 0;
+
+  double x[3] = {rank, 1.0, -rank}, y[3];
+  ringmend_result r;
+  if (ringmend_allreduce(world, x, y, 3, RINGMEND_FLOAT64, RINGMEND_SUM, &r) != RINGMEND_SUCCESS) ++failures;
+  if (y[0] != size * (size - 1) / 2.0 || y[1] != size || r.contributors != size) ++failures;
+  if (ringmend_allreduce(world, x, x, 3, RINGMEND_FLOAT64, RINGMEND_MAX, NULL) != RINGMEND_SUCCESS) ++failures;
+  if (x[0] != size - 1 || x[2] != 0) ++failures;
+
+  char msg[16] = {0};
+  if (rank == 0) strcpy(msg, "from rank 0");
+  if (ringmend_broadcast(world, msg, sizeof msg, 0, NULL) != RINGMEND_SUCCESS || strcmp(msg, "from rank 0") != 0)
+    ++failures;
+  if (ringmend_barrier(world, NULL) != RINGMEND_SUCCESS) ++failures;
+
+  /* A null buffer on one rank is an error on every rank. */
+  int v = 1;
+  int rc = ringmend_allreduce(world, rank == 0 ? NULL : &v, &v, 1, RINGMEND_INT32, RINGMEND_SUM, NULL);
+  if (rc != RINGMEND_ERR_INVALID_ARGUMENT || strstr(ringmend_last_error(), "null buffer") == NULL) {
+    fprintf(stderr, "rank %d: expected invalid-argument, got %d (%s)\n", rank, rc, ringmend_last_error());
+    ++failures;
+  }
+  if (ringmend_comm_world_rank(world, size) != -1) ++failures;
+  printf("rank %d: C API %s (ringmend %s)\n", rank, failures ? "FAILED" : "ok", ringmend_version());
+  ringmend_finalize(rt);
+  return failures ? 1 : 0;
+}

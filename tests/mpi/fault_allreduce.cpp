@@ -1,0 +1,111 @@
+// A loop of collectives during which ranks die (RINGMEND_FAULT, or kill -9
+// from outside). Every survivor checks every result exactly against the
+// reduction over the ranks that contributed to it, and at the end checks the
+// membership it was told to expect.
+//
+//   fault_allreduce --iters=N --count=C [--expect-size=S] [--mode=allreduce|mixed|bcast]
+//                   [--sleep-ms=M] [--pid-dir=D] [--expect-root-lost=CALL]
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "test_data.hpp"
+
+using namespace ringmend;
+using namespace ringmend::testing;
+
+int main(int argc, char** argv) {
+  const int iters = std::stoi(option(argc, argv, "iters", "12"));
+  const std::size_t count = std::stoul(option(argc, argv, "count", "100003"));
+  const int expect_size = std::stoi(option(argc, argv, "expect-size", "-1"));
+  const std::string mode = option(argc, argv, "mode", "allreduce");
+  const int sleep_ms = std::stoi(option(argc, argv, "sleep-ms", "0"));
+  const std::string pid_dir = option(argc, argv, "pid-dir", "");
+  const long expect_root_lost = std::stol(option(argc, argv, "expect-root-lost", "-1"));
+
+  Runtime rt(&argc, &argv);
+  Communicator& comm = rt.world();
+  const int me = comm.world_rank();
+  if (!pid_dir.empty()) std::ofstream(pid_dir + "/rank" + std::to_string(me) + ".pid") << ::getpid() << "\n";
+  int changes = 0;
+  comm.on_membership_change([&](const MembershipChange& m) {
+    ++changes;
+    if (comm.rank() == 0 || m.new_rank == 0) {
+      std::string lost;
+      for (int w : m.lost) lost += std::to_string(w) + " ";
+      std::printf("membership change: epoch %llu -> %llu, lost [ %s], %d -> %d ranks, %.1f ms\n",
+                  static_cast<unsigned long long>(m.old_epoch), static_cast<unsigned long long>(m.new_epoch),
+                  lost.c_str(), m.old_size, m.new_size, m.recovery_seconds * 1e3);
+      std::fflush(stdout);
+    }
+  });
+
+  const DataType types[] = {DataType::Float32, DataType::Int64, DataType::Float64, DataType::Int32};
+  const ReduceOp ops[] = {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Prod, ReduceOp::Min};
+  int failures = 0, recovered_calls = 0, root_lost_seen = 0;
+  for (int it = 0; it < iters; ++it) {
+    const long call = static_cast<long>(comm.collectives_called()) + 1;
+    const bool bcast = mode == "bcast" || (mode == "mixed" && it % 3 == 2);
+    if (bcast) {
+      const int root = it % comm.size();
+      const int root_world = comm.world_ranks()[static_cast<std::size_t>(root)];
+      std::vector<std::int32_t> buf(count);
+      for (std::size_t i = 0; i < count; ++i)
+        buf[i] = comm.rank() == root ? static_cast<std::int32_t>(i * 7 + static_cast<std::size_t>(root_world + it)) : -1;
+      try {
+        CollectiveResult r = comm.broadcast(buf.data(), count * 4, root);
+        recovered_calls += r.recovered;
+        for (std::size_t i = 0; i < count; ++i)
+          if (buf[i] != static_cast<std::int32_t>(i * 7 + static_cast<std::size_t>(root_world + it))) {
+            std::fprintf(stderr, "world rank %d: broadcast %d wrong at %zu\n", me, it, i);
+            ++failures;
+            break;
+          }
+      } catch (const Error& e) {
+        if (e.code() == Errc::RootLost && call == expect_root_lost) {
+          ++root_lost_seen;
+        } else {
+          std::fprintf(stderr, "world rank %d: broadcast %d: unexpected error: %s\n", me, it, e.what());
+          ++failures;
+        }
+      }
+    } else {
+      const DataType t = types[it % 4];
+      const ReduceOp op = ops[(it / 4 + it) % 4];
+      TypedBuffer in(t, count), out(t, count);
+      in.fill_input(me, op, it);
+      const bool in_place = it % 2 == 1;
+      CollectiveResult r = in_place ? comm.allreduce(in.data(), count, t, op)
+                                    : comm.allreduce(in.data(), out.data(), count, t, op);
+      recovered_calls += r.recovered;
+      const std::size_t wrong = (in_place ? in : out).wrong(contributors_of(comm, r), op, it);
+      if (wrong) {
+        std::fprintf(stderr, "world rank %d: allreduce %d (%s %s, recovered=%d, contributors=%d): %zu wrong\n", me, it,
+                     std::string(name_of(t)).c_str(), std::string(name_of(op)).c_str(), r.recovered, r.contributors,
+                     wrong);
+        ++failures;
+      }
+    }
+    if (sleep_ms) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+  }
+  if (expect_size >= 0 && comm.size() != expect_size) {
+    std::fprintf(stderr, "world rank %d: ended with %d ranks, expected %d\n", me, comm.size(), expect_size);
+    ++failures;
+  }
+  if (static_cast<std::uint64_t>(changes) != comm.epoch()) {
+    std::fprintf(stderr, "world rank %d: %d membership callbacks for epoch %llu\n", me, changes,
+                 static_cast<unsigned long long>(comm.epoch()));
+    ++failures;
+  }
+  if (expect_root_lost >= 0 && root_lost_seen != 1) {
+    std::fprintf(stderr, "world rank %d: expected Errc::RootLost in call %ld\n", me, expect_root_lost);
+    ++failures;
+  }
+  std::printf("world rank %d: %s, %d collectives, final size %d, epoch %llu, %d recovered calls\n", me,
+              failures ? "FAILED" : "verified", iters, comm.size(), static_cast<unsigned long long>(comm.epoch()),
+              recovered_calls);
+  return failures ? 1 : 0;
+}

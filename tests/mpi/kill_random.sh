@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SIGKILLs a random rank of a running job from outside, at a random moment,
+# ROUNDS times, and checks that the survivors finish with verified results.
+#
+#   kill_random.sh FT_MPIRUN PROGRAM NP ROUNDS
+# RANDOM_SEED fixes the choices (printed, to reproduce a failure).
+set -u
+ft_mpirun=$1 program=$2 np=$3 rounds=$4
+seed=${RANDOM_SEED:-$(date +%s)}
+RANDOM=$seed
+echo "kill_random: seed $seed"
+fail=0
+for ((round = 1; round <= rounds; round++)); do
+  dir=$(mktemp -d)
+  victim=$((RANDOM % np))
+  delay_ms=$((200 + RANDOM % 1200))
+  "$ft_mpirun" --oversubscribe -np "$np" "$program" --iters=150 --count=50021 --mode=mixed \
+    --sleep-ms=15 --pid-dir="$dir" --expect-size=$((np - 1)) >"$dir/out" 2>&1 &
+  job=$!
+  for _ in $(seq 200); do [ -f "$dir/rank$victim.pid" ] && break; sleep 0.05; done
+  sleep "$(printf '0.%03d' "$delay_ms")" 2>/dev/null || sleep 1
+  pid=$(cat "$dir/rank$victim.pid" 2>/dev/null)
+  if [ -z "$pid" ]; then
+    echo "round $round: rank $victim never started"; fail=1
+  else
+    kill -9 "$pid" && echo "round $round: kill -9 world rank $victim (pid $pid) ${delay_ms} ms after start"
+  fi
+  wait $job
+  rc=$?
+  verified=$(grep -c "verified" "$dir/out")
+  grep -E "membership change|verified|FAILED|wrong|error" "$dir/out" | sed 's/^/    /'
+  if [ $rc -ne 0 ] || [ "$verified" -ne $((np - 1)) ]; then
+    echo "round $round: FAILED (mpirun exit $rc, $verified of $((np - 1)) survivors verified)"
+    tail -20 "$dir/out"
+    fail=1
+  fi
+  rm -rf "$dir"
+done
+exit $fail

@@ -1,0 +1,108 @@
+// Inputs whose reductions are exact in every type (small integers), so that
+// survivors can check results bit for bit against a reference they compute
+// themselves from the set of contributing ranks.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ringmend/ringmend.hpp"
+
+namespace ringmend::testing {
+
+inline long long input_value(int world_rank, std::size_t i, ReduceOp op, int salt) {
+  const long long w = world_rank, k = static_cast<long long>(i) + salt;
+  switch (op) {
+    case ReduceOp::Sum: return (w * 7 + k * 3) % 11 - 5;
+    case ReduceOp::Prod: return (w + k) % 3 == 0 ? 2 : ((w + k) % 3 == 1 ? -1 : 1);
+    case ReduceOp::Min:
+    case ReduceOp::Max: return (w * 13 + k * 7) % 101 - 50;
+  }
+  return 0;
+}
+
+template <class T>
+void fill(T* p, std::size_t n, int world_rank, ReduceOp op, int salt) {
+  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(input_value(world_rank, i, op, salt));
+}
+
+inline long long fold(long long a, long long b, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return a + b;
+    case ReduceOp::Prod: return a * b;
+    case ReduceOp::Min: return b < a ? b : a;
+    case ReduceOp::Max: return b > a ? b : a;
+  }
+  return 0;
+}
+
+// Number of mismatching elements of `out` against the reduction over `ranks`.
+template <class T>
+std::size_t count_wrong(const T* out, std::size_t n, const std::vector<int>& ranks, ReduceOp op, int salt) {
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    long long ref = input_value(ranks[0], i, op, salt);
+    for (std::size_t r = 1; r < ranks.size(); ++r) ref = fold(ref, input_value(ranks[r], i, op, salt), op);
+    if (out[i] != static_cast<T>(ref)) {
+      if (wrong < 3)
+        std::fprintf(stderr, "  element %zu: got %.17g, expected %lld\n", i, static_cast<double>(out[i]), ref);
+      ++wrong;
+    }
+  }
+  return wrong;
+}
+
+// Buffer of `count` elements of any type, with typed access.
+struct TypedBuffer {
+  DataType type;
+  std::size_t count;
+  std::vector<std::byte> bytes;
+  TypedBuffer(DataType t, std::size_t n) : type(t), count(n), bytes(n * size_of(t) + 8) {}
+  void* data() { return bytes.data(); }
+  void fill_input(int world_rank, ReduceOp op, int salt) {
+    switch (type) {
+      case DataType::Float32: fill(reinterpret_cast<float*>(data()), count, world_rank, op, salt); break;
+      case DataType::Float64: fill(reinterpret_cast<double*>(data()), count, world_rank, op, salt); break;
+      case DataType::Int32: fill(reinterpret_cast<std::int32_t*>(data()), count, world_rank, op, salt); break;
+      case DataType::Int64: fill(reinterpret_cast<std::int64_t*>(data()), count, world_rank, op, salt); break;
+    }
+  }
+  std::size_t wrong(const std::vector<int>& ranks, ReduceOp op, int salt) {
+    switch (type) {
+      case DataType::Float32: return count_wrong(reinterpret_cast<float*>(data()), count, ranks, op, salt);
+      case DataType::Float64: return count_wrong(reinterpret_cast<double*>(data()), count, ranks, op, salt);
+      case DataType::Int32: return count_wrong(reinterpret_cast<std::int32_t*>(data()), count, ranks, op, salt);
+      case DataType::Int64: return count_wrong(reinterpret_cast<std::int64_t*>(data()), count, ranks, op, salt);
+    }
+    return count;
+  }
+};
+
+// The original ranks whose inputs a result contains: the current members,
+// plus the ranks lost during the call when the result was computed before
+// they died (a survivor handed it over).
+inline std::vector<int> contributors_of(const Communicator& comm, const CollectiveResult& r) {
+  std::set<int> s(comm.world_ranks().begin(), comm.world_ranks().end());
+  if (r.contributors == comm.size() + static_cast<int>(r.lost.size())) s.insert(r.lost.begin(), r.lost.end());
+  else if (r.contributors != comm.size()) {
+    std::fprintf(stderr, "contributors=%d matches neither the %d members nor members+lost\n", r.contributors,
+                 comm.size());
+    std::exit(3);
+  }
+  return {s.begin(), s.end()};
+}
+
+// "--name=value" style option lookup.
+inline std::string option(int argc, char** argv, const std::string& name, const std::string& fallback) {
+  const std::string prefix = "--" + name + "=";
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) return argv[i] + prefix.size();
+  return fallback;
+}
+
+}  // namespace ringmend::testing

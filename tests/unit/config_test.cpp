@@ -1,0 +1,49 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "ringmend/error.hpp"
+#include "runtime/config.hpp"
+
+using namespace ringmend;
+
+TEST(Config, SizesWithSuffixes) {
+  EXPECT_EQ(parse_size("X", "4096"), 4096u);
+  EXPECT_EQ(parse_size("X", "64K"), 65536u);
+  EXPECT_EQ(parse_size("X", "1M"), 1048576u);
+  EXPECT_EQ(parse_size("X", "2GiB"), 2147483648u);
+}
+
+TEST(Config, BadSizesNameTheVariable) {
+  for (const char* v : {"", "0", "-1", "12Q", "K", "1.5M", "99999999999999999999999"}) {
+    try {
+      parse_size("RINGMEND_CHUNK_BYTES", v);
+      FAIL() << "accepted '" << v << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::BadEnvironment);
+      EXPECT_NE(std::string(e.what()).find("RINGMEND_CHUNK_BYTES"), std::string::npos);
+    }
+  }
+}
+
+TEST(Config, SecondsAndBooleans) {
+  EXPECT_DOUBLE_EQ(parse_seconds("T", "2.5"), 2.5);
+  EXPECT_THROW(parse_seconds("T", "-1"), Error);
+  EXPECT_THROW(parse_seconds("T", "soon"), Error);
+  EXPECT_THROW(parse_seconds("T", "inf"), Error);
+  EXPECT_TRUE(parse_bool("B", "yes"));
+  EXPECT_FALSE(parse_bool("B", "0"));
+  EXPECT_THROW(parse_bool("B", "maybe"), Error);
+}
+
+TEST(Config, EnvironmentIsValidated) {
+  ::setenv("RINGMEND_CHUNK_BYTES", "1K", 1);  // below the 4K minimum
+  EXPECT_THROW(Config::from_environment(), Error);
+  ::setenv("RINGMEND_CHUNK_BYTES", "128K", 1);
+  ::setenv("RINGMEND_TIMEOUT", "30", 1);
+  Config c = Config::from_environment();
+  EXPECT_EQ(c.chunk_bytes, 131072u);
+  EXPECT_DOUBLE_EQ(c.timeout_seconds, 30);
+  ::unsetenv("RINGMEND_CHUNK_BYTES");
+  ::unsetenv("RINGMEND_TIMEOUT");
+}

@@ -1,0 +1,50 @@
+#include <gtest/gtest.h>
+
+#include "ringmend/error.hpp"
+#include "runtime/fault_injection.hpp"
+
+using namespace ringmend;
+
+TEST(FaultSpec, ParsesRules) {
+  auto rules = parse_fault_spec("rank=2,call=5,phase=allgather,step=1; rank=0,call=*,phase=recovery,epoch=1");
+  ASSERT_EQ(rules.size(), 2u);
+  EXPECT_EQ(rules[0].rank, 2);
+  EXPECT_EQ(rules[0].call, 5);
+  EXPECT_EQ(rules[0].phase, FaultPhase::Allgather);
+  EXPECT_EQ(rules[0].step, 1);
+  EXPECT_EQ(rules[0].epoch, -1);
+  EXPECT_EQ(rules[1].call, -1);
+  EXPECT_EQ(rules[1].phase, FaultPhase::Recovery);
+  EXPECT_EQ(rules[1].epoch, 1);
+}
+
+TEST(FaultSpec, EmptyMeansNoFaults) { EXPECT_TRUE(parse_fault_spec("").empty()); }
+
+TEST(FaultSpec, MalformedRulesAreClearErrors) {
+  for (const char* bad : {"rank=1", "rank=1,call=2,phase=sometime", "rank=x,call=1,phase=start",
+                          "rank=1,call=1,phase=start,colour=red", "rank=1 call=1 phase=start",
+                          "rank=-1,call=1,phase=start"}) {
+    try {
+      parse_fault_spec(bad);
+      FAIL() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::BadEnvironment);
+      EXPECT_NE(std::string(e.what()).find("RINGMEND_FAULT"), std::string::npos);
+    }
+  }
+}
+
+TEST(FaultInjector, OnlyThisRanksRulesArm) {
+  FaultInjector other(parse_fault_spec("rank=3,call=1,phase=start"), 1, "");
+  EXPECT_FALSE(other.armed());
+  other.at(FaultPhase::Start, 1, 0, 0);  // must not kill this process
+  FaultInjector mine(parse_fault_spec("rank=1,call=1,phase=start"), 1, "");
+  EXPECT_TRUE(mine.armed());
+}
+
+TEST(FaultInjector, KillsTheProcessAtTheMatchingPoint) {
+  FaultInjector f(parse_fault_spec("rank=0,call=4,phase=allgather,step=2"), 0, "");
+  f.at(FaultPhase::Allgather, 4, 1, 0);  // wrong step: survives
+  f.at(FaultPhase::Allgather, 3, 2, 0);  // wrong call: survives
+  EXPECT_EXIT(f.at(FaultPhase::Allgather, 4, 2, 0), ::testing::KilledBySignal(SIGKILL), "");
+}

@@ -1,0 +1,37 @@
+// Element-wise reduction kernels: dst[i] = dst[i] (op) src[i].
+//
+// Plain loops over __restrict pointers so the compiler vectorises them for
+// every type and operation (this header is compiled with -O3 where it is used).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+#include "ringmend/types.hpp"
+
+namespace ringmend::transport {
+
+// Integer sums and products wrap around (two's complement) instead of
+// overflowing into undefined behaviour, as MPI implementations do in practice.
+template <class T> struct ArithmeticOfT { using type = T; };
+template <class T>
+  requires std::is_integral_v<T>
+struct ArithmeticOfT<T> { using type = std::make_unsigned_t<T>; };
+template <class T> using ArithmeticOf = typename ArithmeticOfT<T>::type;
+
+template <class T, ReduceOp Op>
+inline void reduce_into(T* __restrict dst, const T* __restrict src, std::size_t n) {
+  using A = ArithmeticOf<T>;
+  for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (Op == ReduceOp::Sum) dst[i] = static_cast<T>(static_cast<A>(dst[i]) + static_cast<A>(src[i]));
+    else if constexpr (Op == ReduceOp::Prod) dst[i] = static_cast<T>(static_cast<A>(dst[i]) * static_cast<A>(src[i]));
+    else if constexpr (Op == ReduceOp::Min) dst[i] = src[i] < dst[i] ? src[i] : dst[i];
+    else dst[i] = src[i] > dst[i] ? src[i] : dst[i];
+  }
+}
+
+// Type-erased entry point: `n` elements of `type`.
+void reduce(void* dst, const void* src, std::size_t n, DataType type, ReduceOp op);
+
+}  // namespace ringmend::transport

@@ -1,0 +1,31 @@
+// Ring allreduce: reduce-scatter then allgather around a ring, each step cut
+// into chunks that are pipelined (a chunk is forwarded as soon as it is
+// reduced, while the next chunks are still arriving).
+//
+// With n ranks every rank sends and receives 2(n-1)/n of the buffer: the
+// bandwidth-optimal schedule, and the one the busbw figures are defined by.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ringmend/types.hpp"
+#include "transport/channel.hpp"
+#include "transport/progress.hpp"
+
+namespace ringmend::transport {
+
+struct AllreduceArgs {
+  const void* input;   // this rank's contribution (never written)
+  void* output;        // the reduction of all contributions (distinct from input)
+  std::size_t count;   // elements, > 0
+  DataType type;
+  ReduceOp op;
+  std::uint64_t seq;   // collective number, checked against the neighbours'
+};
+
+// `ring` lists channel ranks in ring order (topo decides it).
+void ring_allreduce(Channel& ch, const std::vector<int>& ring, const AllreduceArgs& args,
+                    WaitContext& ctx, std::size_t chunk_bytes);
+
+}  // namespace ringmend::transport

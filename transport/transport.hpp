@@ -1,0 +1,18 @@
+// transport/ — moving bytes between ranks.
+//
+// What this folder offers the runtime:
+//   * Channel (channel.hpp): the small non-blocking point-to-point interface
+//     every algorithm runs on; UcxChannel (ucx_channel.hpp) implements it over
+//     UCX with peer-failure detection.
+//   * The algorithms, one per header: ring_allreduce.hpp, chain_broadcast.hpp.
+//   * reduce_kernels.hpp: the vectorisable element-wise reductions.
+//   * progress.hpp: how every wait drives progress and polls for failures
+//     (WaitContext), and the two ways a wait ends early (Interrupted, Mismatch).
+#pragma once
+
+#include "transport/chain_broadcast.hpp"
+#include "transport/channel.hpp"
+#include "transport/progress.hpp"
+#include "transport/reduce_kernels.hpp"
+#include "transport/ring_allreduce.hpp"
+#include "transport/ucx_channel.hpp"

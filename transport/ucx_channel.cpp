@@ -1,0 +1,227 @@
+#include "transport/ucx_channel.hpp"
+
+#include "transport/progress.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+namespace ringmend::transport {
+namespace {
+
+void check(ucs_status_t s, const char* what) {
+  if (s != UCS_OK)
+    throw std::runtime_error(std::string("UCX: ") + what + ": " + ucs_status_string(s));
+}
+
+}  // namespace
+
+struct UcxChannel::Request {
+  void* ucx = nullptr;  // UCX's request, null when completed immediately
+  OpState state = OpState::Pending;
+  std::size_t bytes = 0;
+  std::vector<ucp_dt_iov_t> iov;  // must live until completion
+  bool is_recv = false;
+};
+
+UcxContext::UcxContext() {
+  ucp_config_t* config = nullptr;
+  check(ucp_config_read(nullptr, nullptr, &config), "reading configuration");
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  params.features = UCP_FEATURE_TAG;
+  params.mt_workers_shared = 0;
+  ucs_status_t s = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  check(s, "ucp_init");
+}
+
+UcxContext::~UcxContext() {
+  if (context_) ucp_cleanup(context_);
+}
+
+UcxChannel::UcxChannel(UcxContext& context, int rank, int size, std::uint32_t epoch)
+    : rank_(rank), size_(size), epoch_(epoch), endpoints_(static_cast<std::size_t>(size), nullptr) {
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+  check(ucp_worker_create(context.get(), &wp, &worker_), "ucp_worker_create");
+  ucp_address_t* addr = nullptr;
+  std::size_t len = 0;
+  check(ucp_worker_get_address(worker_, &addr, &len), "ucp_worker_get_address");
+  address_.assign(reinterpret_cast<std::byte*>(addr), reinterpret_cast<std::byte*>(addr) + len);
+  ucp_worker_release_address(worker_, addr);
+}
+
+UcxChannel::~UcxChannel() {
+  abandon();
+  ucp_worker_destroy(worker_);
+}
+
+void UcxChannel::abandon() {
+  if (abandoned_) return;
+  abandoned_ = true;
+  // Cancel what is still posted, force-close endpoints (peers may be dead:
+  // a graceful close could wait for them), progress briefly, destroy.
+  for (auto& r : requests_)
+    if (r->ucx && r->state == OpState::Pending && r->is_recv) ucp_request_cancel(worker_, r->ucx);
+  std::vector<void*> closing;
+  for (ucp_ep_h ep : endpoints_) {
+    if (!ep) continue;
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    void* req = ucp_ep_close_nbx(ep, &p);
+    if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  for (void* req : closing) {
+    while (ucp_request_check_status(req) == UCS_INPROGRESS &&
+           std::chrono::steady_clock::now() < deadline)
+      ucp_worker_progress(worker_);
+    ucp_request_free(req);
+  }
+  for (auto& r : requests_) {
+    if (r->ucx) ucp_request_free(r->ucx);
+    r->ucx = nullptr;
+  }
+  std::fill(endpoints_.begin(), endpoints_.end(), nullptr);
+}
+
+void UcxChannel::connect(const std::vector<std::vector<std::byte>>& addresses,
+                         const std::vector<int>& peers) {
+  for (int peer : peers) {
+    if (peer == rank_ || endpoints_[static_cast<std::size_t>(peer)]) continue;
+    auto arg = std::make_unique<ErrorArg>(ErrorArg{this, peer});
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = reinterpret_cast<const ucp_address_t*>(addresses[static_cast<std::size_t>(peer)].data());
+    // PEER mode: UCX reports a dead peer through the callback instead of
+    // leaving operations to it pending forever.
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = &UcxChannel::peer_error_cb;
+    ep.err_handler.arg = arg.get();
+    check(ucp_ep_create(worker_, &ep, &endpoints_[static_cast<std::size_t>(peer)]), "ucp_ep_create");
+    error_args_.push_back(std::move(arg));
+  }
+}
+
+void UcxChannel::peer_error_cb(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
+  auto* a = static_cast<ErrorArg*>(arg);
+  a->channel->on_peer_error(a->peer, status);
+}
+
+void UcxChannel::on_peer_error(int peer, ucs_status_t status) {
+  if (failed_peer_ >= 0) return;
+  failed_peer_ = peer;
+  failure_reason_ = "connection to rank " + std::to_string(peer) + " failed (" +
+                    ucs_status_string(status) + ")";
+}
+
+ucp_tag_t UcxChannel::full_tag(int source, std::uint32_t tag) const {
+  // [63..48] epoch, [47..32] source rank, [31..0] algorithm tag.
+  return (static_cast<ucp_tag_t>(epoch_ & 0xffffu) << 48) |
+         (static_cast<ucp_tag_t>(static_cast<std::uint32_t>(source) & 0xffffu) << 32) | tag;
+}
+
+UcxChannel::Request* UcxChannel::acquire(std::span<const Piece> pieces) {
+  Request* r;
+  if (free_requests_.empty()) {
+    requests_.push_back(std::make_unique<Request>());
+    r = requests_.back().get();
+  } else {
+    r = free_requests_.back();
+    free_requests_.pop_back();
+  }
+  r->ucx = nullptr;
+  r->state = OpState::Pending;
+  r->bytes = 0;
+  r->iov.clear();
+  for (const Piece& p : pieces) r->iov.push_back(ucp_dt_iov_t{p.data, p.bytes});
+  return r;
+}
+
+void UcxChannel::release(Request* r) {
+  if (r->ucx) ucp_request_free(r->ucx);
+  r->ucx = nullptr;
+  free_requests_.push_back(r);
+}
+
+namespace {
+
+void send_done(void* /*request*/, ucs_status_t status, void* user) {
+  auto* r = static_cast<UcxChannel::Request*>(user);
+  r->state = status == UCS_OK ? OpState::Done : OpState::Failed;
+}
+
+void recv_done(void* /*request*/, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user) {
+  auto* r = static_cast<UcxChannel::Request*>(user);
+  if (status == UCS_OK) {
+    r->state = OpState::Done;
+    r->bytes = info->length;
+  } else if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+    r->state = OpState::Truncated;
+  } else {
+    r->state = OpState::Failed;
+  }
+}
+
+}  // namespace
+
+Channel::Op UcxChannel::send(int peer, std::uint32_t tag, std::span<const Piece> pieces) {
+  if (abandoned_) throw Interrupted("transport: channel abandoned after a failure");
+  ucp_ep_h ep = endpoints_.at(static_cast<std::size_t>(peer));
+  if (!ep) throw std::logic_error("UcxChannel: no endpoint to rank " + std::to_string(peer));
+  Request* r = acquire(pieces);
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
+  p.cb.send = send_done;
+  p.user_data = r;
+  p.datatype = ucp_dt_make_iov();
+  void* s = ucp_tag_send_nbx(ep, r->iov.data(), r->iov.size(), full_tag(rank_, tag), &p);
+  if (s == nullptr) r->state = OpState::Done;
+  else if (UCS_PTR_IS_ERR(s)) r->state = OpState::Failed;
+  else r->ucx = s;
+  return r;
+}
+
+Channel::Op UcxChannel::recv(int peer, std::uint32_t tag, std::span<const Piece> pieces) {
+  if (abandoned_) throw Interrupted("transport: channel abandoned after a failure");
+  Request* r = acquire(pieces);
+  r->is_recv = true;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                   UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
+  p.cb.recv = recv_done;
+  p.user_data = r;
+  p.datatype = ucp_dt_make_iov();
+  ucp_tag_recv_info_t info{};
+  p.recv_info.tag_info = &info;
+  void* s = ucp_tag_recv_nbx(worker_, r->iov.data(), r->iov.size(), full_tag(peer, tag),
+                             ~ucp_tag_t{0}, &p);
+  if (s == nullptr) {
+    r->state = OpState::Done;
+    r->bytes = info.length;
+  } else if (UCS_PTR_IS_ERR(s)) {
+    r->state = UCS_PTR_STATUS(s) == UCS_ERR_MESSAGE_TRUNCATED ? OpState::Truncated : OpState::Failed;
+  } else {
+    r->ucx = s;
+  }
+  return r;
+}
+
+OpState UcxChannel::test(Op op, std::size_t* bytes) {
+  auto* r = static_cast<Request*>(op);
+  OpState s = r->state;
+  if (s == OpState::Pending) return s;
+  if (bytes) *bytes = r->bytes;
+  if (s == OpState::Failed && failure_reason_.empty())
+    failure_reason_ = "a UCX operation failed (peer unreachable)";
+  release(r);
+  return s;
+}
+
+bool UcxChannel::progress() { return ucp_worker_progress(worker_) != 0; }
+
+}  // namespace ringmend::transport
