@@ -176,12 +176,12 @@ int main(int argc, char** argv) {
     }
     if (rank == 0) {
       const Stats& s = run_r ? r : m;
-      const double algbw = bytes / (s.avg_us * 1e3);
+      const double algbw = static_cast<double>(bytes) / (s.avg_us * 1e3);
       std::printf("%-12zu%16.2f", bytes, s.avg_us);
       if (o.full) std::printf("%16.2f%16.2f%12d", s.min_us, s.max_us, o.iters);
       std::printf("%14.3f%14.3f", algbw, algbw * bus);
       if (o.impl == "both")
-        std::printf("%18.2f%14.3f%12.2f", m.avg_us, bytes / (m.avg_us * 1e3) * bus, m.avg_us / r.avg_us);
+        std::printf("%18.2f%14.3f%12.2f", m.avg_us, static_cast<double>(bytes) / (m.avg_us * 1e3) * bus, m.avg_us / r.avg_us);
       if (o.validate) std::printf("%10ld", wrong);
       std::printf("\n");
       std::fflush(stdout);

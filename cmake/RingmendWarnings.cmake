@@ -2,7 +2,8 @@
 # CI turns on) and optional sanitizers.
 add_library(ringmend_warnings INTERFACE)
 target_compile_options(ringmend_warnings INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX,C>:-Wall -Wextra -Wshadow -Wnon-virtual-dtor -Wconversion -Wno-sign-conversion>
+  $<$<COMPILE_LANGUAGE:CXX,C>:-Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion>
+  $<$<COMPILE_LANGUAGE:CXX>:-Wnon-virtual-dtor>
   $<$<BOOL:${RINGMEND_WERROR}>:-Werror>)
 
 if(RINGMEND_SANITIZE)

@@ -60,12 +60,10 @@ Communicator::Impl::Impl(const Config& config, bool fault_tolerant, transport::U
   MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
   MPI_Comm_rank(dup, &rank);
   MPI_Comm_size(dup, &size);
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  faults_ = FaultInjector(parse_fault_spec(config_.fault_spec), world_rank, config_.fault_record);
+  MPI_Comm_rank(MPI_COMM_WORLD, &my_world_rank_);
+  faults_ = FaultInjector(parse_fault_spec(config_.fault_spec), my_world_rank_, config_.fault_record);
 
   MemberState mine;
-  mine.world_rank = world_rank;
   mine.seq = 1;
   std::vector<MemberState> states;
   if (!establish(mine, &states)) {
@@ -279,6 +277,7 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
   MPI_Comm comm = ctrl_.get();
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
+  mine.world_rank = my_world_rank_;
   bool ok = true;
 
   // Ranks sharing a node, from MPI (not from host names, which two "nodes"

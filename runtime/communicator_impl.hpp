@@ -80,6 +80,7 @@ struct Communicator::Impl final : transport::WaitContext {
   void log(const std::string& message) const;
 
   Config config_;
+  int my_world_rank_ = -1;
   bool fault_tolerant_;
   transport::UcxContext& ucx_;
   FaultInjector faults_;

@@ -92,9 +92,11 @@ Runtime::~Runtime() {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "[ringmend] while finalizing: %s\n", e.what());
     }
+    if (impl_->config.verbose) std::fprintf(stderr, "[ringmend] all members finalizing\n");
     impl_->world.reset();
     impl_->ucx.reset();
     if (impl_->we_initialized_mpi) MPI_Finalize();
+    if (impl_->config.verbose) std::fprintf(stderr, "[ringmend] MPI finalized\n");
   });
 }
 

@@ -8,10 +8,11 @@ build=${1:?usage: build.sh BUILD_DIR [cmake args...]}
 shift
 mpi_home=$("$top/scripts/bootstrap.sh" | tee /dev/stderr | sed -n 's/^RINGMEND_MPI_HOME=//p' | tail -n 1)
 [ -x "$mpi_home/bin/mpirun" ] || { echo "build: no mpirun under '$mpi_home'" >&2; exit 1; }
+mkdir -p "$build"
 echo "[build] configure $build"
 cmake -S "$top" -B "$build" -G Ninja -DMPI_HOME="$mpi_home" \
-  -DMPIEXEC_EXECUTABLE="$mpi_home/bin/mpirun" "$@" >"$build.configure.log" 2>&1 \
-  || { mkdir -p "$build"; cat "$build.configure.log"; exit 1; }
-grep "ringmend:" "$build.configure.log" || true
+  -DMPIEXEC_EXECUTABLE="$mpi_home/bin/mpirun" "$@" >"$build/configure.log" 2>&1 \
+  || { cat "$build/configure.log"; exit 1; }
+grep "ringmend:" "$build/configure.log" || true
 echo "[build] compile"
 cmake --build "$build" -j "$(nproc)"

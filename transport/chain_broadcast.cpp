@@ -55,7 +55,9 @@ void chain_broadcast_impl(Channel& ch, const std::vector<int>& ring, const Broad
       OpState st = wait_for(ch, recvs.front(), ctx, &got);
       recvs.pop_front();
       if (st != OpState::Done || got != split(a.bytes, k, c).count)
-        throw Mismatch("rank " + std::to_string(left) + " sent a chunk of the wrong size: byte counts differ across ranks");
+        throw Mismatch("rank " + std::to_string(left) + " sent a chunk of " + std::to_string(got) + " bytes instead of " +
+                     std::to_string(split(a.bytes, k, c).count) + " (state " + std::to_string(int(st)) +
+                     "): byte counts differ across ranks");
       if (forwards) send_chunk(c);
     }
   }

@@ -106,7 +106,9 @@ void ring_allreduce_impl(Channel& ch, const std::vector<int>& ring, const Allred
     OpState st = wait_for(ch, recvs.front(), ctx, &got);
     recvs.pop_front();
     if (st != OpState::Done || got != r.count * esize)
-      throw Mismatch("rank " + std::to_string(left) + " sent a chunk of the wrong size: counts differ across ranks");
+      throw Mismatch("rank " + std::to_string(left) + " sent a chunk of " + std::to_string(got) + " bytes instead of " +
+                     std::to_string(r.count * esize) + " (state " + std::to_string(int(st)) +
+                     "): counts differ across ranks");
     if (posted < blocks) post_recv();
     if (s < n - 1) reduce(out + r.offset * esize, in + r.offset * esize, r.count, a.type, a.op);
     if (s + 1 < steps) post_send(out, r);

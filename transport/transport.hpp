@@ -16,3 +16,4 @@
 #include "transport/reduce_kernels.hpp"
 #include "transport/ring_allreduce.hpp"
 #include "transport/ucx_channel.hpp"
+#include "transport/wire_header.hpp"

@@ -102,8 +102,14 @@ void UcxChannel::connect(const std::vector<std::vector<std::byte>>& addresses,
     ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
     ep.err_handler.cb = &UcxChannel::peer_error_cb;
     ep.err_handler.arg = arg.get();
-    check(ucp_ep_create(worker_, &ep, &endpoints_[static_cast<std::size_t>(peer)]), "ucp_ep_create");
+    ucs_status_t st = ucp_ep_create(worker_, &ep, &endpoints_[static_cast<std::size_t>(peer)]);
     error_args_.push_back(std::move(arg));
+    // The peer may already be gone (dead, or recovering and so past this
+    // epoch): that is a failure to recover from, not an error.
+    if (st != UCS_OK) {
+      endpoints_[static_cast<std::size_t>(peer)] = nullptr;
+      on_peer_error(peer, st);
+    }
   }
 }
 
@@ -137,6 +143,7 @@ UcxChannel::Request* UcxChannel::acquire(std::span<const Piece> pieces) {
   r->ucx = nullptr;
   r->state = OpState::Pending;
   r->bytes = 0;
+  r->is_recv = false;
   r->iov.clear();
   for (const Piece& p : pieces) r->iov.push_back(ucp_dt_iov_t{p.data, p.bytes});
   return r;
@@ -172,7 +179,7 @@ void recv_done(void* /*request*/, ucs_status_t status, const ucp_tag_recv_info_t
 Channel::Op UcxChannel::send(int peer, std::uint32_t tag, std::span<const Piece> pieces) {
   if (abandoned_) throw Interrupted("transport: channel abandoned after a failure");
   ucp_ep_h ep = endpoints_.at(static_cast<std::size_t>(peer));
-  if (!ep) throw std::logic_error("UcxChannel: no endpoint to rank " + std::to_string(peer));
+  if (!ep) throw Interrupted("transport: no connection to rank " + std::to_string(peer) + " (" + failure_reason_ + ")");
   Request* r = acquire(pieces);
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
@@ -191,19 +198,16 @@ Channel::Op UcxChannel::recv(int peer, std::uint32_t tag, std::span<const Piece>
   Request* r = acquire(pieces);
   r->is_recv = true;
   ucp_request_param_t p{};
+  // No immediate completion: the callback then always reports the length
+  // (UCX 1.13 leaves recv_info unset for some immediately matched messages).
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                   UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
+                   UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.recv = recv_done;
   p.user_data = r;
   p.datatype = ucp_dt_make_iov();
-  ucp_tag_recv_info_t info{};
-  p.recv_info.tag_info = &info;
   void* s = ucp_tag_recv_nbx(worker_, r->iov.data(), r->iov.size(), full_tag(peer, tag),
                              ~ucp_tag_t{0}, &p);
-  if (s == nullptr) {
-    r->state = OpState::Done;
-    r->bytes = info.length;
-  } else if (UCS_PTR_IS_ERR(s)) {
+  if (UCS_PTR_IS_ERR(s)) {
     r->state = UCS_PTR_STATUS(s) == UCS_ERR_MESSAGE_TRUNCATED ? OpState::Truncated : OpState::Failed;
   } else {
     r->ucx = s;

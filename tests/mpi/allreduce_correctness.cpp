@@ -54,6 +54,6 @@ int main(int argc, char** argv) {
         }
     }
   if (comm.barrier().contributors != n) ++failures;
-  std::printf("rank %d: %zu failures\n", comm.rank(), failures);
+  std::printf("TEST %s world rank %d: %zu failures\n", failures ? "FAILED" : "PASSED", comm.world_rank(), failures);
   return failures ? 1 : 0;
 }

@@ -28,13 +28,13 @@ int main(int argc, char** argv) {
     // RINGMEND_CHUNK_BYTES is set to garbage by the test.
     try {
       Runtime rt(&argc, &argv);
-      std::fprintf(stderr, "bad RINGMEND_CHUNK_BYTES was accepted\n");
+      std::printf("TEST FAILED: bad RINGMEND_CHUNK_BYTES was accepted\n");
       return 1;
     } catch (const Error& e) {
-      std::printf("error as expected: %s\n", e.what());
-      return e.code() == Errc::BadEnvironment && std::string(e.what()).find("RINGMEND_CHUNK_BYTES") != std::string::npos
-                 ? 0
-                 : 1;
+      const bool ok =
+          e.code() == Errc::BadEnvironment && std::string(e.what()).find("RINGMEND_CHUNK_BYTES") != std::string::npos;
+      std::printf("TEST %s: %s\n", ok ? "PASSED" : "FAILED", e.what());
+      return ok ? 0 : 1;
     }
   }
   Runtime rt(&argc, &argv);
@@ -69,20 +69,24 @@ int main(int argc, char** argv) {
       // A no-op on every rank: nothing is written, no error.
       CollectiveResult r = comm.allreduce(in.data(), out.data(), 0, t, op);
       const bool ok = out[0] == 0.0 && !r.recovered && r.contributors == comm.size();
-      std::printf("rank %d: zero count no-op %s\n", comm.rank(), ok ? "ok" : "WRONG");
-      return ok ? follow_up_works(comm) : 1;
+      const int rc = ok ? follow_up_works(comm) : 1;
+      std::printf("TEST %s rank %d: zero count is a no-op\n", rc ? "FAILED" : "PASSED", comm.rank());
+      return rc;
     } else {
       std::fprintf(stderr, "unknown --case=%s\n", which.c_str());
       return 2;
     }
-    std::fprintf(stderr, "rank %d: no error for %s\n", comm.rank(), which.c_str());
+    std::printf("TEST FAILED rank %d: no error for %s\n", comm.rank(), which.c_str());
     return 1;
   } catch (const Error& e) {
     const bool ok = e.code() == expected && std::string(e.what()).find(expect_text) != std::string::npos;
     std::printf("rank %d: %s error: %s\n", comm.rank(), ok ? "expected" : "UNEXPECTED", e.what());
-    if (!ok) return 1;
+    if (!ok) {
+      std::printf("TEST FAILED rank %d\n", comm.rank());
+      return 1;
+    }
   }
   const int rc = follow_up_works(comm);
-  std::printf("rank %d: follow-up allreduce %s\n", comm.rank(), rc ? "FAILED" : "ok");
+  std::printf("TEST %s rank %d: follow-up allreduce %s\n", rc ? "FAILED" : "PASSED", comm.rank(), rc ? "failed" : "ok");
   return rc;
 }

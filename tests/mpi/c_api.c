@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     ++failures;
   }
   if (ringmend_comm_world_rank(world, size) != -1) ++failures;
-  printf("rank %d: C API %s (ringmend %s)\n", rank, failures ? "FAILED" : "ok", ringmend_version());
+  printf("TEST %s rank %d: C API (ringmend %s)\n", failures ? "FAILED" : "PASSED", rank, ringmend_version());
   ringmend_finalize(rt);
   return failures ? 1 : 0;
 }

@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "world rank %d: expected Errc::RootLost in call %ld\n", me, expect_root_lost);
     ++failures;
   }
-  std::printf("world rank %d: %s, %d collectives, final size %d, epoch %llu, %d recovered calls\n", me,
-              failures ? "FAILED" : "verified", iters, comm.size(), static_cast<unsigned long long>(comm.epoch()),
+  std::printf("TEST %s world rank %d: %s, %d collectives, final size %d, epoch %llu, %d recovered calls\n",
+              failures ? "FAILED" : "PASSED", me, failures ? "not verified" : "verified", iters, comm.size(), static_cast<unsigned long long>(comm.epoch()),
               recovered_calls);
   return failures ? 1 : 0;
 }

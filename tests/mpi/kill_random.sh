@@ -27,8 +27,8 @@ for ((round = 1; round <= rounds; round++)); do
   fi
   wait $job
   rc=$?
-  verified=$(grep -c "verified" "$dir/out")
-  grep -E "membership change|verified|FAILED|wrong|error" "$dir/out" | sed 's/^/    /'
+  verified=$(grep -c "TEST PASSED" "$dir/out")
+  grep -E "membership change|TEST|wrong|error" "$dir/out" | sed 's/^/    /'
   if [ $rc -ne 0 ] || [ "$verified" -ne $((np - 1)) ]; then
     echo "round $round: FAILED (mpirun exit $rc, $verified of $((np - 1)) survivors verified)"
     tail -20 "$dir/out"

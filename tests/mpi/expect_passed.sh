@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs an MPI job and checks it from the outside: with ULFM on, mpirun exits
+# 0 when a rank is killed (that is the point), so a crashed rank could go
+# unnoticed by the exit status alone. Every test program prints one
+# "TEST PASSED" line per rank that verified its results; this wrapper
+# requires exactly EXPECTED of them, no "TEST FAILED", and exit status 0.
+#
+#   expect_passed.sh EXPECTED command [args...]
+set -u
+expected=$1
+shift
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$@" 2>&1 | tee "$out"
+rc=${PIPESTATUS[0]}
+passed=$(grep -c "TEST PASSED" "$out")
+failed=$(grep -c "TEST FAILED" "$out")
+if [ "$rc" -ne 0 ] || [ "$passed" -ne "$expected" ] || [ "$failed" -ne 0 ]; then
+  echo "expect_passed: FAIL: exit status $rc, $passed ranks passed (expected $expected), $failed failed" >&2
+  [ "$rc" -eq 124 ] && echo "expect_passed: the job timed out (a hang)" >&2
+  exit 1
+fi
+echo "expect_passed: $passed of $expected ranks passed"
