@@ -364,6 +364,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const MemberStat
       world_ranks.erase(world_ranks.begin() + *it);
     }
     ctrl_ = std::move(shrunk.comm);
+    if (faults_.armed()) faults_.at(FaultPhase::Rebuild, current_seq_, attempt, epoch);
     if (establish(mine, &out.states)) break;
     log("a failure interrupted the rebuild; recovering again");
   }

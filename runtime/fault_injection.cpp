@@ -39,7 +39,8 @@ FaultPhase to_phase(const std::string& rule, const std::string& v) {
   if (v == "broadcast") return FaultPhase::Broadcast;
   if (v == "end") return FaultPhase::End;
   if (v == "recovery") return FaultPhase::Recovery;
-  bad(rule, "unknown phase '" + v + "' (start, reduce_scatter, allgather, broadcast, end, recovery)");
+  if (v == "rebuild") return FaultPhase::Rebuild;
+  bad(rule, "unknown phase '" + v + "' (start, reduce_scatter, allgather, broadcast, end, recovery, rebuild)");
 }
 
 }  // namespace

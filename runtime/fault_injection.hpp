@@ -7,7 +7,8 @@
 //   rank   original (world) rank that dies
 //   call   collective number on the communicator, counted from 1, or '*'
 //   phase  start | reduce_scatter | allgather | broadcast | end   (in a collective)
-//          recovery   (while recovering; step = the recovery attempt, from 0)
+//          recovery   (while recovering, before the shrink; step = the attempt, from 0)
+//          rebuild    (while recovering, after the shrink; step = the attempt)
 //   step   ring step within the phase (default 0 = on entering the phase)
 //   epoch  only in this membership epoch (default: any)
 //
@@ -24,7 +25,7 @@
 
 namespace ringmend {
 
-enum class FaultPhase { Start, ReduceScatter, Allgather, Broadcast, End, Recovery };
+enum class FaultPhase { Start, ReduceScatter, Allgather, Broadcast, End, Recovery, Rebuild };
 
 struct FaultRule {
   int rank = -1;
