@@ -95,6 +95,7 @@ Runtime::~Runtime() {
     if (impl_->config.verbose) std::fprintf(stderr, "[ringmend] all members finalizing\n");
     impl_->world.reset();
     impl_->ucx.reset();
+    if (impl_->config.verbose) std::fprintf(stderr, "[ringmend] transports closed; MPI_Finalize\n");
     if (impl_->we_initialized_mpi) MPI_Finalize();
     if (impl_->config.verbose) std::fprintf(stderr, "[ringmend] MPI finalized\n");
   });

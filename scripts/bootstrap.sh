@@ -35,6 +35,10 @@ for arg in "$@"; do
   esac
 done
 
+# Progress goes to stderr; stdout carries only the final RINGMEND_MPI_HOME=
+# line, so callers can capture it.
+exec 3>&1 1>&2
+
 START=$SECONDS
 STEP="start"
 step() {
@@ -127,4 +131,4 @@ else
 fi
 
 step "done in $((SECONDS - START)) s"
-echo "RINGMEND_MPI_HOME=$OMPI_PREFIX"
+echo "RINGMEND_MPI_HOME=$OMPI_PREFIX" >&3

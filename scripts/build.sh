@@ -6,7 +6,7 @@ set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:?usage: build.sh BUILD_DIR [cmake args...]}
 shift
-mpi_home=$("$top/scripts/bootstrap.sh" | tee /dev/stderr | sed -n 's/^RINGMEND_MPI_HOME=//p' | tail -n 1)
+mpi_home=$("$top/scripts/bootstrap.sh" | sed -n 's/^RINGMEND_MPI_HOME=//p' | tail -n 1)
 [ -x "$mpi_home/bin/mpirun" ] || { echo "build: no mpirun under '$mpi_home'" >&2; exit 1; }
 mkdir -p "$build"
 echo "[build] configure $build"

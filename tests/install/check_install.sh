@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the build tree into a temporary prefix, then builds a program
+# outside the tree twice — with find_package(ringmend CONFIG) and with
+# pkg-config — and runs both under ft-mpirun.
+#   check_install.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1 src=$2
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+mkdir -p "$work/app"
+cp "$here/consumer.cpp" "$work/app/"
+cp "$here/CMakeLists.txt.in" "$work/app/CMakeLists.txt"
+cmake -S "$work/app" -B "$work/app/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/app/build" >/dev/null
+echo "built with find_package(ringmend CONFIG)"
+export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig:$work/prefix/lib64/pkgconfig"
+# shellcheck disable=SC2046
+c++ -std=c++20 "$work/app/consumer.cpp" -o "$work/app/consumer_pc" $(pkg-config --cflags --libs ringmend)
+echo "built with pkg-config ringmend $(pkg-config --modversion ringmend)"
+status=0
+for exe in "$work/app/build/consumer" "$work/app/consumer_pc"; do
+  out=$(timeout -k 5 60 "$src/scripts/ft-mpirun" --oversubscribe -np 2 "$exe" 2>&1) || status=1
+  echo "$out"
+  [ "$(grep -c 'TEST PASSED' <<<"$out")" -eq 2 ] || status=1
+done
+exit $status
