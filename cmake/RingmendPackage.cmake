@@ -12,15 +12,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/ringmendConfigVersion.cma
 install(FILES ${PROJECT_BINARY_DIR}/ringmendConfig.cmake ${PROJECT_BINARY_DIR}/ringmendConfigVersion.cmake
   DESTINATION ${RINGMEND_INSTALL_CMAKEDIR})
 
-# pkg-config: the MPI compile and link flags come from the MPI found here.
-string(JOIN " " RINGMEND_PC_MPI_CFLAGS ${MPI_C_COMPILE_OPTIONS})
-foreach(dir IN LISTS MPI_C_INCLUDE_DIRS)
-  string(APPEND RINGMEND_PC_MPI_CFLAGS " -I${dir}")
-endforeach()
-set(RINGMEND_PC_MPI_LIBS "")
-foreach(lib IN LISTS MPI_C_LIBRARIES)
-  string(APPEND RINGMEND_PC_MPI_LIBS " ${lib}")
-endforeach()
+# pkg-config: MPI is a private dependency of the shared library.
 configure_file(${PROJECT_SOURCE_DIR}/cmake/ringmend.pc.in ${PROJECT_BINARY_DIR}/ringmend.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/ringmend.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 

@@ -53,7 +53,8 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # ---------------------------------------------------------------- packages
 PACKAGES=(build-essential cmake ninja-build pkg-config git xz-utils file
   libhwloc-dev hwloc libucx-dev ucx-utils libevent-dev zlib1g-dev
-  libgtest-dev googletest procps)
+  libgtest-dev googletest procps
+  libmpich-dev)  # an MPI without ULFM, for the configure test
 if [ "$WITH_CLUSTER_TOOLS" = 1 ]; then
   PACKAGES+=(slurmctld slurmd slurm-client lmod libgloo-dev gnuplot-nox)
 fi
