@@ -76,6 +76,7 @@ Communicator::Impl::Impl(const Config& config, bool fault_tolerant, transport::U
 Communicator::Impl::~Impl() {
   monitor_.reset();
   channel_.reset();
+  retired_channels_.clear();
 }
 
 void Communicator::Impl::log(const std::string& message) const {
@@ -319,6 +320,7 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
   // this membership, or every survivor shrinks again.
   int flag = ok ? 1 : 0;
   if (ulfm::agree(comm, flag) != MPI_SUCCESS || !flag) return false;
+  retired_channels_.clear();  // every survivor has left the old epochs
 
   std::vector<int> node_of(static_cast<std::size_t>(size));
   std::vector<std::vector<std::byte>> per_rank(static_cast<std::size_t>(size));
@@ -351,7 +353,14 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const MemberStat
                                       " s (RINGMEND_RECOVERY_TIMEOUT)");
     if (faults_.armed()) faults_.at(FaultPhase::Recovery, current_seq_, attempt, epoch);
     monitor_.reset();
-    channel_.reset();
+    // Stop using the old channel but keep its worker listening until the new
+    // membership is agreed: a survivor that is still connecting to it (it
+    // has not noticed the failure yet) must not be refused, which UCX's TCP
+    // transport treats as fatal.
+    if (channel_) {
+      channel_->abandon();
+      retired_channels_.push_back(std::move(channel_));
+    }
     int rc = MPI_SUCCESS;
     ulfm::ShrinkOutcome shrunk = ulfm::revoke_and_shrink(ctrl_.get(), rc);
     if (rc != MPI_SUCCESS) {

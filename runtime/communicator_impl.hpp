@@ -87,6 +87,7 @@ struct Communicator::Impl final : transport::WaitContext {
   ulfm::CommHandle ctrl_;
   std::unique_ptr<ulfm::FailureMonitor> monitor_;
   std::unique_ptr<transport::UcxChannel> channel_;
+  std::vector<std::unique_ptr<transport::UcxChannel>> retired_channels_;
   std::vector<int> ring_;
   // Results are computed into scratch_[seq % 2] and kept there until the
   // collective after next, so a survivor that finished a collective can hand
