@@ -157,7 +157,12 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
     result.epoch = epoch;
     return result;
   }
+  // The deadline covers this call only, however it ends.
   has_deadline_ = config_.timeout_seconds > 0;
+  struct DeadlineOff {
+    bool& flag;
+    ~DeadlineOff() { flag = false; }
+  } deadline_off{has_deadline_};
   deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(config_.timeout_seconds));
   const int size_at_start = size;
@@ -191,7 +196,6 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
         result.contributors = size;
       }
       result.epoch = epoch;
-      has_deadline_ = false;
       return result;
     } catch (const transport::Interrupted& e) {
       cause = e.what();
@@ -203,9 +207,6 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
       cause = "invalid argument";
       error_text = e.text;
       errc = static_cast<int>(Errc::InvalidArgument);
-    } catch (const Error& e) {
-      has_deadline_ = false;
-      throw;
     }
     if (!fault_tolerant_)
       throw Error(errc >= 0 ? static_cast<Errc>(errc) : Errc::FaultToleranceUnavailable,
@@ -215,7 +216,6 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
                                   "ringmend's FT mpirun arguments and an MPI with ULFM");
     MemberState mine;
     mine.seq = static_cast<std::int64_t>(call_seq);
-    mine.retained_bytes = retained_bytes_[(call_seq - 1) % 2];
     mine.errc = errc;
     copy_text(mine.error, error_text);
     RecoveryOutcome r = recover(mine, cause);
@@ -228,13 +228,11 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
       std::int64_t max_seq = 0;
       for (const auto& s : states) max_seq = std::max(max_seq, s.seq);
       seq = static_cast<std::uint64_t>(std::max<std::int64_t>(max_seq, static_cast<std::int64_t>(call_seq)));
-      has_deadline_ = false;
       throw Error(static_cast<Errc>(bad->errc), bad->error);
     }
     // A member that finalized while we are in a collective will never join it.
     for (const auto& s : states)
       if (s.finalizing && s.seq == static_cast<std::int64_t>(call_seq)) {
-        has_deadline_ = false;
         throw Error(Errc::Mismatch, "world rank " + std::to_string(s.world_rank) +
                                         " finalized while this rank called collective #" +
                                         std::to_string(call_seq));
@@ -246,7 +244,6 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
       // Re-executing needs the root's data: gone if the root is.
       auto it = std::find(world_ranks.begin(), world_ranks.end(), root_world);
       if (it == world_ranks.end()) {
-        has_deadline_ = false;
         throw Error(Errc::RootLost, "broadcast #" + std::to_string(call_seq) + ": its root (world rank " +
                                         std::to_string(root_world) +
                                         ") failed before any survivor had the data");
@@ -345,7 +342,12 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const MemberStat
   const std::uint64_t old_epoch = epoch;
   const int old_size = size;
   RecoveryOutcome out;
-  log("failure noticed in collective #" + std::to_string(mine.seq) + " (" + cause + "): recovering");
+  if (config_.verbose) {
+    std::string failed;
+    for (int r : ulfm::known_failed(ctrl_.get())) failed += " " + std::to_string(r);
+    log("failure noticed in collective #" + std::to_string(mine.seq) + " (" + cause +
+        "): recovering; ranks MPI already reports failed:" + (failed.empty() ? " none" : failed));
+  }
   for (int attempt = 0;; ++attempt) {
     if (seconds_since(start) > config_.recovery_timeout_seconds)
       throw Error(Errc::Internal, "recovery did not complete within " +
@@ -400,7 +402,6 @@ void Communicator::Impl::quiesce() {
     MemberState mine;
     mine.seq = static_cast<std::int64_t>(seq + 1);
     mine.finalizing = 1;
-    mine.retained_bytes = retained_bytes_[seq % 2];
     RecoveryOutcome r = recover(mine, "failure while finalizing");
     const bool someone_behind = std::any_of(r.states.begin(), r.states.end(), [&](const MemberState& s) {
       return s.seq == static_cast<std::int64_t>(seq) && !s.finalizing;

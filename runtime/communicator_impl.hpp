@@ -25,7 +25,6 @@ namespace ringmend {
 // travels in one MPI_Allgather.
 struct MemberState {
   std::int64_t seq = 0;              // collective in progress (next one when idle)
-  std::uint64_t retained_bytes = 0;  // size of the kept result of collective seq-1
   std::int32_t world_rank = -1;
   std::int32_t node_key = -1;        // control rank of this node's first rank
   std::int32_t finalizing = 0;
