@@ -15,7 +15,7 @@ for ((round = 1; round <= rounds; round++)); do
   victim=$((RANDOM % np))
   delay_ms=$((200 + RANDOM % 1200))
   "$ft_mpirun" --oversubscribe -np "$np" "$program" --iters=150 --count=50021 --mode=mixed \
-    --sleep-ms=15 --pid-dir="$dir" --expect-size=$((np - 1)) >"$dir/out" 2>&1 &
+    --sleep-ms=15 --allow-root-lost=yes --pid-dir="$dir" --expect-size=$((np - 1)) >"$dir/out" 2>&1 &
   job=$!
   for _ in $(seq 200); do [ -f "$dir/rank$victim.pid" ] && break; sleep 0.05; done
   sleep "$(printf '0.%03d' "$delay_ms")" 2>/dev/null || sleep 1
