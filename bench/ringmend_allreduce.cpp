@@ -3,22 +3,38 @@
 //
 //   ringmend_allreduce [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f] [-c]
 //                      [-T float|double|int|long] [--impl ringmend|mpi|both]
+//                      [--roofline | --no-roofline] [--roofline-stat best|median]
+//                      [--json FILE]
 //
 // Avg Latency is the mean over ranks of each rank's mean time per call (as
 // OSU computes it); Min/Max (-f) are the smallest and largest per-rank means.
 // algbw = size / time, busbw = algbw * 2(n-1)/n (nccl-tests' definitions).
+//
+// Roofline (on by default when all ranks share one node): a shared-memory
+// allreduce of S bytes must at least copy each rank's input to where its
+// peers can read it and copy the result into each rank's output, i.e. two
+// copies of S bytes per rank at the node-concurrent copy bandwidth B(S):
+// t_roof(S) = 2 S / B(S), busbw_roof = S / t_roof * 2(n-1)/n, and
+// roof% = busbw / busbw_roof. See bench/README.md.
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
+#include "bench/membw_probe.hpp"
 #include "ringmend/ringmend.hpp"
 
 namespace {
+
+namespace rb = ringmend::bench;
+
+enum class Roofline { Auto, On, Off };
 
 struct Options {
   std::size_t min_bytes = 4, max_bytes = 1 << 22;
@@ -26,25 +42,27 @@ struct Options {
   bool full = false, validate = false;
   ringmend::DataType type = ringmend::DataType::Float32;
   std::string impl = "both";
+  Roofline roofline = Roofline::Auto;
+  rb::MembwOptions::Statistic roofline_stat = rb::MembwOptions::Statistic::Best;
+  std::string json;
 };
 
-[[noreturn]] void usage(const char* why) {
+[[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "ringmend_allreduce: %s\n"
                "usage: ringmend_allreduce [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f] [-c]\n"
-               "                          [-T float|double|int|long] [--impl ringmend|mpi|both]\n",
-               why);
+               "                          [-T float|double|int|long] [--impl ringmend|mpi|both]\n"
+               "                          [--roofline | --no-roofline] [--roofline-stat best|median]\n"
+               "                          [--json FILE]\n",
+               why.c_str());
   std::exit(2);
 }
 
-std::size_t parse_bytes(const std::string& s) {
+int parse_int(const std::string& opt, const std::string& v) {
   char* end = nullptr;
-  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  std::string suffix(end);
-  if (suffix == "K" || suffix == "k") v <<= 10;
-  else if (suffix == "M" || suffix == "m") v <<= 20;
-  else if (!suffix.empty() || end == s.c_str()) usage(("bad size '" + s + "'").c_str());
-  return v;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (end == v.c_str() || *end != '\0' || x < 0 || x > 1000000000) usage("bad value '" + v + "' for " + opt);
+  return static_cast<int>(x);
 }
 
 Options parse(int argc, char** argv) {
@@ -52,53 +70,79 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
-      if (i + 1 >= argc) usage(("missing value after " + a).c_str());
+      if (i + 1 >= argc) usage("missing value after " + a);
       return argv[++i];
     };
     if (a == "-m") {
-      std::string v = next();
-      auto colon = v.find(':');
-      if (colon != std::string::npos) {
-        o.min_bytes = parse_bytes(v.substr(0, colon));
-        o.max_bytes = parse_bytes(v.substr(colon + 1));
-      } else {
-        o.max_bytes = parse_bytes(v);
-      }
-    } else if (a == "-i") o.iters = std::atoi(next().c_str());
-    else if (a == "-x") o.warmup = std::atoi(next().c_str());
-    else if (a == "-f") o.full = true;
-    else if (a == "-c") o.validate = true;
-    else if (a == "-T") {
-      std::string t = next();
-      if (t == "float") o.type = ringmend::DataType::Float32;
-      else if (t == "double") o.type = ringmend::DataType::Float64;
-      else if (t == "int") o.type = ringmend::DataType::Int32;
-      else if (t == "long") o.type = ringmend::DataType::Int64;
-      else usage(("unknown type '" + t + "'").c_str());
+      const std::string v = next();
+      if (!rb::parse_size_range(v, o.min_bytes, o.max_bytes)) usage("bad size range '" + v + "'");
+    } else if (a == "-i") {
+      o.iters = parse_int(a, next());
+    } else if (a == "-x") {
+      o.warmup = parse_int(a, next());
+    } else if (a == "-f") {
+      o.full = true;
+    } else if (a == "-c") {
+      o.validate = true;
+    } else if (a == "-T") {
+      const std::string t = next();
+      if (t == "float")
+        o.type = ringmend::DataType::Float32;
+      else if (t == "double")
+        o.type = ringmend::DataType::Float64;
+      else if (t == "int")
+        o.type = ringmend::DataType::Int32;
+      else if (t == "long")
+        o.type = ringmend::DataType::Int64;
+      else
+        usage("unknown type '" + t + "'");
     } else if (a == "--impl") {
       o.impl = next();
-      if (o.impl != "ringmend" && o.impl != "mpi" && o.impl != "both") usage("--impl takes ringmend, mpi or both");
-    } else usage(("unknown option '" + a + "'").c_str());
+      if (o.impl != "ringmend" && o.impl != "mpi" && o.impl != "both")
+        usage("--impl takes ringmend, mpi or both");
+    } else if (a == "--roofline") {
+      o.roofline = Roofline::On;
+    } else if (a == "--no-roofline") {
+      o.roofline = Roofline::Off;
+    } else if (a == "--roofline-stat") {
+      const std::string s = next();
+      if (s == "best")
+        o.roofline_stat = rb::MembwOptions::Statistic::Best;
+      else if (s == "median")
+        o.roofline_stat = rb::MembwOptions::Statistic::Median;
+      else
+        usage("--roofline-stat takes best or median");
+    } else if (a == "--json") {
+      o.json = next();
+      if (o.json.empty()) usage("--json needs a file name");
+    } else {
+      usage("unknown option '" + a + "'");
+    }
   }
-  if (o.iters <= 0 || o.warmup < 0 || o.min_bytes == 0 || o.min_bytes > o.max_bytes) usage("bad -i/-x/-m values");
+  if (o.iters <= 0 || o.min_bytes == 0 || o.min_bytes > o.max_bytes) usage("bad -i/-x/-m values");
   return o;
 }
 
 MPI_Datatype mpi_type(ringmend::DataType t) {
   switch (t) {
-    case ringmend::DataType::Float32: return MPI_FLOAT;
-    case ringmend::DataType::Float64: return MPI_DOUBLE;
-    case ringmend::DataType::Int32: return MPI_INT32_T;
-    case ringmend::DataType::Int64: return MPI_INT64_T;
+    case ringmend::DataType::Float32:
+      return MPI_FLOAT;
+    case ringmend::DataType::Float64:
+      return MPI_DOUBLE;
+    case ringmend::DataType::Int32:
+      return MPI_INT32_T;
+    case ringmend::DataType::Int64:
+      return MPI_INT64_T;
   }
   return MPI_FLOAT;
 }
 
 struct Stats {
-  double avg_us, min_us, max_us;
+  double avg_us = 0, min_us = 0, max_us = 0;
 };
 
-// Times `iters` calls after `warmup`; returns per-rank-mean statistics.
+// Times `iters` calls after `warmup`; returns per-rank-mean statistics (valid
+// on rank 0): avg is the mean over ranks, min/max the extremes over ranks.
 template <class F>
 Stats time_it(const Options& o, MPI_Comm comm, F&& call) {
   for (int i = 0; i < o.warmup; ++i) call();
@@ -115,6 +159,101 @@ Stats time_it(const Options& o, MPI_Comm comm, F&& call) {
   return {sum / n, lo, hi};
 }
 
+// One result line of one implementation (the JSON file has one per
+// implementation and size; the text output puts both on one line).
+struct Row {
+  std::size_t bytes = 0, count = 0;
+  std::string impl;
+  Stats s;
+  double algbw = 0, busbw = 0;                        // GB/s (1e9)
+  std::optional<double> ratio;                        // MPI time / ringmend time
+  std::optional<double> membw, roof_busbw, roof_pct;  // GB/s, GB/s, percent
+  std::optional<long> wrong;
+};
+
+Row make_row(std::size_t bytes, std::size_t count, const std::string& impl, const Stats& s, double bus,
+             const std::optional<rb::MembwResult>& roof) {
+  Row r;
+  r.bytes = bytes;
+  r.count = count;
+  r.impl = impl;
+  r.s = s;
+  r.algbw = s.avg_us > 0 ? static_cast<double>(bytes) / (s.avg_us * 1e3) : 0;
+  r.busbw = r.algbw * bus;
+  if (roof && roof->bytes_per_second > 0) {
+    const double t_roof_us = 2.0 * static_cast<double>(bytes) / roof->bytes_per_second * 1e6;
+    r.membw = roof->bytes_per_second / 1e9;
+    r.roof_busbw = static_cast<double>(bytes) / (t_roof_us * 1e3) * bus;
+    r.roof_pct = *r.roof_busbw > 0 ? 100.0 * r.busbw / *r.roof_busbw : 0;
+  }
+  return r;
+}
+
+void fill_inputs(std::vector<std::byte>& in, std::size_t count, ringmend::DataType type, int rank) {
+  // Inputs rank+1 (small integers: exact in every type); the sum is n(n+1)/2.
+  for (std::size_t i = 0; i < count; ++i) {
+    switch (type) {
+      case ringmend::DataType::Float32:
+        reinterpret_cast<float*>(in.data())[i] = float(rank + 1);
+        break;
+      case ringmend::DataType::Float64:
+        reinterpret_cast<double*>(in.data())[i] = double(rank + 1);
+        break;
+      case ringmend::DataType::Int32:
+        reinterpret_cast<std::int32_t*>(in.data())[i] = rank + 1;
+        break;
+      case ringmend::DataType::Int64:
+        reinterpret_cast<std::int64_t*>(in.data())[i] = rank + 1;
+        break;
+    }
+  }
+}
+
+long count_wrong(const std::vector<std::byte>& out, std::size_t count, ringmend::DataType type, int n) {
+  const double expect = n * (n + 1) / 2.0;
+  long wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    double v = 0;
+    switch (type) {
+      case ringmend::DataType::Float32:
+        v = reinterpret_cast<const float*>(out.data())[i];
+        break;
+      case ringmend::DataType::Float64:
+        v = reinterpret_cast<const double*>(out.data())[i];
+        break;
+      case ringmend::DataType::Int32:
+        v = reinterpret_cast<const std::int32_t*>(out.data())[i];
+        break;
+      case ringmend::DataType::Int64:
+        v = static_cast<double>(reinterpret_cast<const std::int64_t*>(out.data())[i]);
+        break;
+    }
+    wrong += v != expect;
+  }
+  return wrong;
+}
+
+void json_row(rb::JsonWriter& json, const Row& r, const std::string& type, int iters) {
+  json.begin_object();
+  json.field("size", r.bytes);
+  json.field("count", r.count);
+  json.field("type", type);
+  json.field("op", "sum");
+  json.field("impl", r.impl);
+  json.field("avg_latency_us", r.s.avg_us);
+  json.field("min_latency_us", r.s.min_us);
+  json.field("max_latency_us", r.s.max_us);
+  json.field("algbw_GBps", r.algbw);
+  json.field("busbw_GBps", r.busbw);
+  json.field("ratio", r.ratio);
+  json.field("membw_GBps", r.membw);
+  json.field("roofline_busbw_GBps", r.roof_busbw);
+  json.field("roof_pct", r.roof_pct);
+  json.field("wrong", r.wrong);
+  json.field("iterations", iters);
+  json.end_object();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -123,69 +262,134 @@ int main(int argc, char** argv) {
   ringmend::Communicator& comm = rt.world();
   const int n = comm.size(), rank = comm.rank();
   const std::size_t esize = ringmend::size_of(o.type);
-  std::vector<std::byte> in(o.max_bytes + esize), out(o.max_bytes + esize);
-  for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<std::byte>(0);
+  const std::vector<std::size_t> sizes = rb::size_sweep(o.min_bytes, o.max_bytes, esize);
+  const std::size_t largest = sizes.empty() ? esize : sizes.back();
+  std::vector<std::byte> in(largest + esize), out(largest + esize);
+  std::fill(in.begin(), in.end(), std::byte{0});
+  std::fill(out.begin(), out.end(), std::byte{0});
   const bool run_r = o.impl != "mpi", run_m = o.impl != "ringmend";
   const double bus = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+  const std::string type_name(ringmend::name_of(o.type));
+
+  rb::JobLayout layout = rb::job_layout(MPI_COMM_WORLD);
+  rb::JsonFile json_file;
+  if (!o.json.empty()) {
+    json_file = rb::open_json_file(MPI_COMM_WORLD, o.json, "ringmend_allreduce");
+    if (!json_file.ok) {
+      MPI_Comm_free(&layout.node_comm);
+      return 2;
+    }
+  }
+  const rb::RunInfo info = rb::run_info(MPI_COMM_WORLD, layout, argc, argv, ringmend::version());
+
+  const bool roofline = o.roofline == Roofline::On || (o.roofline == Roofline::Auto && layout.single_node());
+  std::vector<rb::MembwResult> membw;
+  rb::MembwOptions probe;
+  probe.statistic = o.roofline_stat;
+  if (roofline) membw = rb::probe_copy_bandwidth(MPI_COMM_WORLD, sizes, probe);
+
   if (rank == 0) {
-    std::printf("# OSU MPI Allreduce Latency Test (ringmend %s, %d ranks, %s, impl %s)\n", ringmend::version(), n,
-                std::string(ringmend::name_of(o.type)).c_str(), o.impl.c_str());
+    std::printf("# OSU MPI Allreduce Latency Test (ringmend %s, %d ranks, %s, impl %s)\n",
+                ringmend::version(), n, type_name.c_str(), o.impl.c_str());
+    if (roofline) {
+      std::printf(
+          "# roofline: t_roof = 2*S/B(S), B(S) = memcpy bandwidth per rank with %d rank(s) per node "
+          "copying at once (%s of %d trials)%s\n",
+          layout.max_ranks_per_node, o.roofline_stat == rb::MembwOptions::Statistic::Best ? "best" : "median",
+          probe.trials,
+          layout.single_node() ? "" : "; the job spans several nodes: the network is not modelled");
+    }
     std::printf("%-12s%16s", "# Size", "Avg Latency(us)");
     if (o.full) std::printf("%16s%16s%12s", "Min Latency(us)", "Max Latency(us)", "Iterations");
     std::printf("%14s%14s", "algbw(GB/s)", "busbw(GB/s)");
+    if (roofline) std::printf("%14s%10s", "roof(GB/s)", "roof%");
     if (o.impl == "both") std::printf("%18s%14s%12s", "MPI Avg Lat(us)", "MPI busbw", "ratio");
     if (o.validate) std::printf("%10s", "#wrong");
     std::printf("\n");
+    std::fflush(stdout);
   }
-  for (std::size_t bytes = std::max(o.min_bytes, esize); bytes <= o.max_bytes; bytes *= 2) {
+
+  std::vector<Row> rows;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    const std::size_t bytes = sizes[k];
     const std::size_t count = bytes / esize;
+    const std::optional<rb::MembwResult> roof =
+        roofline ? std::optional<rb::MembwResult>(membw[k]) : std::nullopt;
     Stats r{}, m{};
     if (run_r)
-      r = time_it(o, MPI_COMM_WORLD, [&] { comm.allreduce(in.data(), out.data(), count, o.type, ringmend::ReduceOp::Sum); });
+      r = time_it(o, MPI_COMM_WORLD,
+                  [&] { comm.allreduce(in.data(), out.data(), count, o.type, ringmend::ReduceOp::Sum); });
     if (run_m)
       m = time_it(o, MPI_COMM_WORLD, [&] {
-        MPI_Allreduce(in.data(), out.data(), static_cast<int>(count), mpi_type(o.type), MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(in.data(), out.data(), static_cast<int>(count), mpi_type(o.type), MPI_SUM,
+                      MPI_COMM_WORLD);
       });
-    long wrong = 0;
+    std::optional<long> wrong;
     if (o.validate && run_r) {
-      // Inputs rank+1 (small integers: exact in every type); sum is n(n+1)/2.
-      for (std::size_t i = 0; i < count; ++i) {
-        switch (o.type) {
-          case ringmend::DataType::Float32: reinterpret_cast<float*>(in.data())[i] = float(rank + 1); break;
-          case ringmend::DataType::Float64: reinterpret_cast<double*>(in.data())[i] = double(rank + 1); break;
-          case ringmend::DataType::Int32: reinterpret_cast<std::int32_t*>(in.data())[i] = rank + 1; break;
-          case ringmend::DataType::Int64: reinterpret_cast<std::int64_t*>(in.data())[i] = rank + 1; break;
-        }
-      }
+      fill_inputs(in, count, o.type, rank);
       comm.allreduce(in.data(), out.data(), count, o.type, ringmend::ReduceOp::Sum);
-      const double expect = n * (n + 1) / 2.0;
-      for (std::size_t i = 0; i < count; ++i) {
-        double v = 0;
-        switch (o.type) {
-          case ringmend::DataType::Float32: v = reinterpret_cast<float*>(out.data())[i]; break;
-          case ringmend::DataType::Float64: v = reinterpret_cast<double*>(out.data())[i]; break;
-          case ringmend::DataType::Int32: v = reinterpret_cast<std::int32_t*>(out.data())[i]; break;
-          case ringmend::DataType::Int64: v = static_cast<double>(reinterpret_cast<std::int64_t*>(out.data())[i]); break;
-        }
-        wrong += v != expect;
-      }
-      long total = 0;
-      MPI_Reduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+      long mine = count_wrong(out, count, o.type, n), total = 0;
+      MPI_Reduce(&mine, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
       wrong = total;
-      std::memset(in.data(), 0, in.size());
+      std::fill(in.begin(), in.end(), std::byte{0});
     }
-    if (rank == 0) {
-      const Stats& s = run_r ? r : m;
-      const double algbw = static_cast<double>(bytes) / (s.avg_us * 1e3);
-      std::printf("%-12zu%16.2f", bytes, s.avg_us);
-      if (o.full) std::printf("%16.2f%16.2f%12d", s.min_us, s.max_us, o.iters);
-      std::printf("%14.3f%14.3f", algbw, algbw * bus);
-      if (o.impl == "both")
-        std::printf("%18.2f%14.3f%12.2f", m.avg_us, static_cast<double>(bytes) / (m.avg_us * 1e3) * bus, m.avg_us / r.avg_us);
-      if (o.validate) std::printf("%10ld", wrong);
-      std::printf("\n");
-      std::fflush(stdout);
+    if (rank != 0) continue;
+    std::optional<Row> rr, mr;
+    if (run_r) {
+      rr = make_row(bytes, count, "ringmend", r, bus, roof);
+      rr->wrong = wrong;
     }
+    if (run_m) mr = make_row(bytes, count, "mpi", m, bus, roof);
+    if (rr && mr) rr->ratio = m.avg_us / r.avg_us;
+
+    const Row& p = rr ? *rr : *mr;  // the implementation in the main columns
+    std::printf("%-12zu%16.2f", bytes, p.s.avg_us);
+    if (o.full) std::printf("%16.2f%16.2f%12d", p.s.min_us, p.s.max_us, o.iters);
+    std::printf("%14.3f%14.3f", p.algbw, p.busbw);
+    if (roofline) std::printf("%14.3f%10.1f", p.roof_busbw.value_or(0), p.roof_pct.value_or(0));
+    if (rr && mr) std::printf("%18.2f%14.3f%12.2f", mr->s.avg_us, mr->busbw, *rr->ratio);
+    if (o.validate) std::printf("%10ld", wrong.value_or(0));
+    std::printf("\n");
+    std::fflush(stdout);
+    if (rr) rows.push_back(*rr);
+    if (mr) rows.push_back(*mr);
   }
-  return 0;
+
+  int status = 0;
+  if (json_file.file) {
+    rb::JsonWriter json;
+    json.begin_object();
+    json.field("benchmark", "allreduce");
+    json.key("run").begin_object();
+    rb::write_run_info(json, info);
+    json.end_object();
+    json.key("parameters").begin_object();
+    json.field("min_bytes", o.min_bytes);
+    json.field("max_bytes", o.max_bytes);
+    json.field("iterations", o.iters);
+    json.field("warmup", o.warmup);
+    json.field("type", type_name);
+    json.field("op", "sum");
+    json.field("impl", o.impl);
+    json.field("validate", o.validate);
+    json.field("busbw_factor", bus);
+    json.field("roofline", roofline);
+    if (roofline) {
+      json.key("roofline_model").begin_object();
+      json.field("t_roof", "2*S/B(S)");
+      json.field("busbw_roof", "S/t_roof*2(n-1)/n");
+      json.field("statistic", o.roofline_stat == rb::MembwOptions::Statistic::Best ? "best" : "median");
+      json.field("trials", probe.trials);
+      json.field("copying_ranks_per_node", layout.max_ranks_per_node);
+      json.end_object();
+    }
+    json.end_object();
+    json.key("rows").begin_array();
+    for (const Row& row : rows) json_row(json, row, type_name, o.iters);
+    json.end_array();
+    json.end_object();
+    if (!rb::finish_json_file(json_file, json, o.json, "ringmend_allreduce")) status = 1;
+  }
+  MPI_Comm_free(&layout.node_comm);
+  return status;
 }

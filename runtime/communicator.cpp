@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <unistd.h>
 
 #include "runtime/communicator_impl.hpp"
@@ -18,6 +19,11 @@ namespace ringmend {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Chunk buffers per rank in the node's segment (pipeline depth), and how
+// long a rank waits for its node leader to create the segment.
+constexpr std::size_t kShmDepth = 4;
+constexpr double kShmOpenTimeoutSeconds = 30;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -62,6 +68,7 @@ Communicator::Impl::Impl(const Config& config, bool fault_tolerant, transport::U
   MPI_Comm_size(dup, &size);
   MPI_Comm_rank(MPI_COMM_WORLD, &my_world_rank_);
   faults_ = FaultInjector(parse_fault_spec(config_.fault_spec), my_world_rank_, config_.fault_record);
+  where_ = topo::locate_self();
 
   MemberState mine;
   mine.seq = 1;
@@ -75,6 +82,7 @@ Communicator::Impl::Impl(const Config& config, bool fault_tolerant, transport::U
 
 Communicator::Impl::~Impl() {
   monitor_.reset();
+  shm_node_.reset();
   channel_.reset();
   retired_channels_.clear();
 }
@@ -135,7 +143,11 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
   auto& out = scratch_for(call_seq, bytes);
   if (c.kind == transport::CollectiveKind::Allreduce) {
     transport::AllreduceArgs a{c.input, out.data(), c.count, c.type, c.op, call_seq};
-    transport::ring_allreduce(*channel_, ring_, a, *this, config_.chunk_bytes);
+    if (shm_node_)
+      transport::hierarchical_allreduce(*shm_node_, channel_.get(), hierarchy_, a, *this,
+                                        {config_.small_bytes, config_.chunk_bytes});
+    else
+      transport::ring_allreduce(*channel_, ring_, a, *this, config_.chunk_bytes);
   } else {
     if (rank == c.root) std::memcpy(out.data(), c.input, bytes);
     transport::BroadcastArgs a{out.data(), bytes, c.root, call_seq};
@@ -276,6 +288,9 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   mine.world_rank = my_world_rank_;
+  mine.pid = static_cast<std::int32_t>(::getpid());
+  mine.nonce = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  mine.where = where_;
   bool ok = true;
 
   // Ranks sharing a node, from MPI (not from host names, which two "nodes"
@@ -312,28 +327,115 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
     ok = MPI_Allgatherv(address.data(), static_cast<int>(address.size()), MPI_BYTE, addresses.data(),
                         counts.data(), displs.data(), MPI_BYTE, comm) == MPI_SUCCESS;
   }
+
+  // The plan, computed identically on every rank; then this node's shared
+  // memory when the hierarchical path applies.
+  topo::Plan plan;
+  shm_name_.clear();
+  bool want_shm = false;
+  std::string shm_error;
+  if (ok) {
+    std::vector<int> node_of(static_cast<std::size_t>(size));
+    std::vector<topo::Location> where(static_cast<std::size_t>(size));
+    for (std::size_t i = 0; i < node_of.size(); ++i) {
+      node_of[i] = (*states)[i].node_key;
+      where[i] = (*states)[i].where;
+    }
+    plan = topo::make_plan(node_of, where, rank);
+    const bool some_node_shared = std::any_of(plan.nodes.begin(), plan.nodes.end(),
+                                              [](const std::vector<int>& n) { return n.size() > 1; });
+    want_shm = config_.shm && some_node_shared;
+    if (want_shm) shm_error = open_node_segment(plan, *states);
+    if (faults_.armed()) faults_.at(FaultPhase::Attach, current_seq_, 0, epoch);
+  }
   if (!ok) ulfm::revoke(comm);  // make sure nobody waits for this rank
   // Agreement makes the outcome uniform: either every survivor goes on with
-  // this membership, or every survivor shrinks again.
-  int flag = ok ? 1 : 0;
-  if (ulfm::agree(comm, flag) != MPI_SUCCESS || !flag) return false;
+  // this membership, or every survivor shrinks again. Bit 1: every node has
+  // its shared memory.
+  int flag = (ok ? 1 : 0) | (want_shm && shm_error.empty() ? 2 : 0);
+  const int rc = ulfm::agree(comm, flag);
+  // Every local rank has attached (or given up): the name can go.
+  if (!shm_name_.empty()) transport::ShmSegment::unlink_name(shm_name_);
+  if (rc != MPI_SUCCESS || !(flag & 1)) {
+    shm_node_.reset();
+    return false;
+  }
   retired_channels_.clear();  // every survivor has left the old epochs
+  if (want_shm && !(flag & 2)) {
+    if (!shm_error.empty() || rank == 0)
+      std::fprintf(stderr, "ringmend: shared memory unavailable (%s); using UCX inside nodes too\n",
+                   shm_error.empty() ? "on another node" : shm_error.c_str());
+    shm_node_.reset();
+  }
+  adopt_plan(plan, *states);
 
-  std::vector<int> node_of(static_cast<std::size_t>(size));
   std::vector<std::vector<std::byte>> per_rank(static_cast<std::size_t>(size));
-  world_ranks.resize(static_cast<std::size_t>(size));
   for (int r = 0; r < size; ++r) {
     const auto i = static_cast<std::size_t>(r);
-    node_of[i] = (*states)[i].node_key;
-    world_ranks[i] = (*states)[i].world_rank;
     per_rank[i].assign(addresses.begin() + displs[i], addresses.begin() + displs[i] + counts[i]);
   }
-  ring_ = topo::ring_order(node_of);
-  const auto pos = static_cast<std::size_t>(std::find(ring_.begin(), ring_.end(), rank) - ring_.begin());
-  const auto n = ring_.size();
-  channel_->connect(per_rank, {ring_[(pos + 1) % n], ring_[(pos + n - 1) % n]});
+  // Endpoints to every peer this rank exchanges with: ring neighbours (flat
+  // ring and rail ring) and, for a node leader, the other leaders.
+  std::vector<int> peers;
+  auto add_neighbours = [&](const std::vector<int>& ring) {
+    const auto n = ring.size();
+    const auto pos = static_cast<std::size_t>(std::find(ring.begin(), ring.end(), rank) - ring.begin());
+    if (n < 2 || pos == n) return;
+    peers.push_back(ring[(pos + 1) % n]);
+    peers.push_back(ring[(pos + n - 1) % n]);
+  };
+  add_neighbours(ring_);
+  if (shm_node_) {
+    add_neighbours(hierarchy_.rail_ring);
+    if (plan.local == 0)
+      for (int leader : hierarchy_.leaders)
+        if (leader != rank) peers.push_back(leader);
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  channel_->connect(per_rank, peers);
   monitor_ = std::make_unique<ulfm::FailureMonitor>(comm);
+  if (config_.debug_topo && rank == 0) {
+    std::vector<topo::Location> where(static_cast<std::size_t>(size));
+    for (std::size_t i = 0; i < where.size(); ++i) where[i] = (*states)[i].where;
+    std::fprintf(stderr, "[ringmend topo] epoch %llu, %s data path\n%s",
+                 static_cast<unsigned long long>(epoch + 1),
+                 shm_node_ ? "hierarchical (shared memory + UCX rails)" : "flat UCX ring",
+                 topo::describe(plan, where, world_ranks).c_str());
+  }
   return true;
+}
+
+std::string Communicator::Impl::open_node_segment(const topo::Plan& plan, const std::vector<MemberState>& states) {
+  const std::vector<int>& local = plan.nodes[static_cast<std::size_t>(plan.node)];
+  const MemberState& leader = states[static_cast<std::size_t>(local.front())];
+  char name[96];
+  std::snprintf(name, sizeof name, "/ringmend-%d-%016llx-e%llu", leader.pid,
+                static_cast<unsigned long long>(leader.nonce), static_cast<unsigned long long>(epoch + 1));
+  shm_name_ = name;
+  std::vector<pid_t> pids;
+  for (int r : local) pids.push_back(states[static_cast<std::size_t>(r)].pid);
+  const auto layout = transport::ShmLayout::make(static_cast<int>(local.size()), config_.shm_chunk_bytes,
+                                                 kShmDepth, config_.small_bytes);
+  try {
+    shm_node_ = transport::ShmNode::open(shm_name_, layout, plan.local, pids, kShmOpenTimeoutSeconds);
+  } catch (const std::exception& e) {
+    shm_node_.reset();
+    return e.what();
+  }
+  return {};
+}
+
+void Communicator::Impl::adopt_plan(const topo::Plan& plan, const std::vector<MemberState>& states) {
+  world_ranks.resize(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) world_ranks[static_cast<std::size_t>(r)] = states[static_cast<std::size_t>(r)].world_rank;
+  ring_ = plan.ring;
+  hierarchy_ = {};
+  if (!shm_node_) return;
+  hierarchy_.local_ranks = plan.nodes[static_cast<std::size_t>(plan.node)];
+  for (std::size_t i = 0; i < plan.nodes.size(); ++i) hierarchy_.leaders.push_back(plan.leader(static_cast<int>(i)));
+  if (plan.rail >= 0) hierarchy_.rail_ring = plan.rails[static_cast<std::size_t>(plan.rail)];
+  hierarchy_.rails = static_cast<int>(plan.rails.size());
 }
 
 Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const MemberState& mine,
@@ -363,6 +465,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const MemberStat
       channel_->abandon();
       retired_channels_.push_back(std::move(channel_));
     }
+    shm_node_.reset();  // the next epoch gets a fresh segment
     int rc = MPI_SUCCESS;
     ulfm::ShrinkOutcome shrunk = ulfm::revoke_and_shrink(ctrl_.get(), rc);
     if (rc != MPI_SUCCESS) {

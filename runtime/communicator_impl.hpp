@@ -16,6 +16,7 @@
 #include "ringmend/ringmend.hpp"
 #include "runtime/config.hpp"
 #include "runtime/fault_injection.hpp"
+#include "topo/topo.hpp"
 #include "transport/transport.hpp"
 #include "ulfm/ulfm.hpp"
 
@@ -30,6 +31,9 @@ struct MemberState {
   std::int32_t finalizing = 0;
   std::int32_t errc = -1;            // Errc of an input error in collective seq, or -1
   std::uint32_t address_bytes = 0;   // length of the UCX address that follows
+  std::int32_t pid = 0;              // watched by node peers; names the node's segment
+  std::uint64_t nonce = 0;           // makes the node's segment name unique
+  topo::Location where;              // hwloc binding, for the local order
   char error[196] = {};
 };
 
@@ -73,6 +77,10 @@ struct Communicator::Impl final : transport::WaitContext {
   std::string validate(const CollectiveCall& call) const;
   void execute(const CollectiveCall& call, std::uint64_t call_seq);
   bool establish(MemberState mine, std::vector<MemberState>* states);
+  // Opens this node's shared-memory segment for the coming epoch; empty
+  // text on success, otherwise why it failed.
+  std::string open_node_segment(const topo::Plan& plan, const std::vector<MemberState>& states);
+  void adopt_plan(const topo::Plan& plan, const std::vector<MemberState>& states);
   RecoveryOutcome recover(const MemberState& mine, const std::string& cause);
   void catch_up(std::uint64_t behind_seq, const std::vector<MemberState>& states, std::size_t bytes);
   std::vector<std::byte>& scratch_for(std::uint64_t call_seq, std::size_t bytes);
@@ -85,7 +93,13 @@ struct Communicator::Impl final : transport::WaitContext {
   FaultInjector faults_;
   ulfm::CommHandle ctrl_;
   std::unique_ptr<ulfm::FailureMonitor> monitor_;
+  topo::Location where_;  // this rank's binding, read once (hwloc is slow to load)
   std::unique_ptr<transport::UcxChannel> channel_;
+  // Hierarchical data path of this epoch: the node's shared memory and the
+  // groups of topo's plan. Null / unused when the flat UCX ring is used.
+  std::unique_ptr<transport::ShmNode> shm_node_;
+  std::string shm_name_;
+  transport::Hierarchy hierarchy_;
   std::vector<std::unique_ptr<transport::UcxChannel>> retired_channels_;
   std::vector<int> ring_;
   // Results are computed into scratch_[seq % 2] and kept there until the

@@ -1,5 +1,6 @@
 #include "runtime/config.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -69,6 +70,27 @@ Config Config::from_environment() {
   if (auto v = env("RINGMEND_VERBOSE")) c.verbose = parse_bool("RINGMEND_VERBOSE", *v);
   if (auto v = env("RINGMEND_FAULT")) c.fault_spec = *v;
   if (auto v = env("RINGMEND_FAULT_RECORD")) c.fault_record = *v;
+  if (auto v = env("RINGMEND_SHM")) c.shm = parse_bool("RINGMEND_SHM", *v);
+  if (auto v = env("RINGMEND_SHM_CHUNK_BYTES")) {
+    c.shm_chunk_bytes = parse_size("RINGMEND_SHM_CHUNK_BYTES", *v);
+    if (c.shm_chunk_bytes < 4096 || c.shm_chunk_bytes > (std::size_t{64} << 20))
+      bad("RINGMEND_SHM_CHUNK_BYTES", *v, "a size between 4K and 64M");
+  }
+  if (auto v = env("RINGMEND_SMALL_BYTES")) {
+    c.small_bytes = parse_size("RINGMEND_SMALL_BYTES", *v);
+    if (c.small_bytes > (std::size_t{1} << 20)) bad("RINGMEND_SMALL_BYTES", *v, "a size up to 1M");
+  }
+  if (auto v = env("RINGMEND_DEBUG")) {
+    // A comma-separated list of subsystems.
+    std::size_t start = 0;
+    while (start <= v->size()) {
+      const std::size_t end = std::min(v->find(',', start), v->size());
+      const std::string item = v->substr(start, end - start);
+      if (item == "topo") c.debug_topo = true;
+      else if (!item.empty()) bad("RINGMEND_DEBUG", *v, "a comma-separated list of: topo");
+      start = end + 1;
+    }
+  }
   return c;
 }
 

@@ -16,6 +16,10 @@ struct Config {
   bool verbose = false;                  // RINGMEND_VERBOSE=1: log recovery steps
   std::string fault_spec;                // RINGMEND_FAULT (see fault_injection.hpp)
   std::string fault_record;              // RINGMEND_FAULT_RECORD: file for kill times
+  bool shm = true;                       // RINGMEND_SHM=0: UCX even inside a node
+  std::size_t shm_chunk_bytes = 256 * 1024;  // RINGMEND_SHM_CHUNK_BYTES: shared-memory pipeline chunk
+  std::size_t small_bytes = 16 * 1024;   // RINGMEND_SMALL_BYTES: one-shot (latency) path up to this size
+  bool debug_topo = false;               // RINGMEND_DEBUG=topo: print the plan of every epoch
 
   static Config from_environment();
 };

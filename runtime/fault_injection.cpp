@@ -40,7 +40,8 @@ FaultPhase to_phase(const std::string& rule, const std::string& v) {
   if (v == "end") return FaultPhase::End;
   if (v == "recovery") return FaultPhase::Recovery;
   if (v == "rebuild") return FaultPhase::Rebuild;
-  bad(rule, "unknown phase '" + v + "' (start, reduce_scatter, allgather, broadcast, end, recovery, rebuild)");
+  if (v == "attach") return FaultPhase::Attach;
+  bad(rule, "unknown phase '" + v + "' (start, reduce_scatter, allgather, broadcast, end, recovery, rebuild, attach)");
 }
 
 }  // namespace

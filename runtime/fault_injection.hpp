@@ -9,6 +9,9 @@
 //   phase  start | reduce_scatter | allgather | broadcast | end   (in a collective)
 //          recovery   (while recovering, before the shrink; step = the attempt, from 0)
 //          rebuild    (while recovering, after the shrink; step = the attempt)
+//          attach     (while connecting a membership, at start-up or in recovery:
+//                      after this node's shared memory is opened, before the
+//                      membership is agreed)
 //   step   ring step within the phase (default 0 = on entering the phase)
 //   epoch  only in this membership epoch (default: any)
 //
@@ -25,7 +28,7 @@
 
 namespace ringmend {
 
-enum class FaultPhase { Start, ReduceScatter, Allgather, Broadcast, End, Recovery, Rebuild };
+enum class FaultPhase { Start, ReduceScatter, Allgather, Broadcast, End, Recovery, Rebuild, Attach };
 
 struct FaultRule {
   int rank = -1;

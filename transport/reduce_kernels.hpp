@@ -31,7 +31,27 @@ inline void reduce_into(T* __restrict dst, const T* __restrict src, std::size_t 
   }
 }
 
+// dst[i] = a[i] (op) b[i]: the first step of a many-source reduction, so
+// that the destination is written once instead of copied then updated.
+template <class T, ReduceOp Op>
+inline void combine_into(T* __restrict dst, const T* __restrict a, const T* __restrict b, std::size_t n) {
+  using A = ArithmeticOf<T>;
+  for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (Op == ReduceOp::Sum) dst[i] = static_cast<T>(static_cast<A>(a[i]) + static_cast<A>(b[i]));
+    else if constexpr (Op == ReduceOp::Prod) dst[i] = static_cast<T>(static_cast<A>(a[i]) * static_cast<A>(b[i]));
+    else if constexpr (Op == ReduceOp::Min) dst[i] = b[i] < a[i] ? b[i] : a[i];
+    else dst[i] = b[i] > a[i] ? b[i] : a[i];
+  }
+}
+
 // Type-erased entry point: `n` elements of `type`.
 void reduce(void* dst, const void* src, std::size_t n, DataType type, ReduceOp op);
+
+// dst = srcs[0] (op) srcs[1] (op) ... (op) srcs[nsrc-1], combined in that
+// order (so every rank computing it gets bit-identical floats), block by
+// block so that the destination stays in L1 while each source is read once.
+// dst may be srcs[0]; no other source may overlap dst.
+void reduce_many(void* dst, const void* const* srcs, std::size_t nsrc, std::size_t n, DataType type,
+                 ReduceOp op);
 
 }  // namespace ringmend::transport

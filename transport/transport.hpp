@@ -4,13 +4,20 @@
 //   * Channel (channel.hpp): the small non-blocking point-to-point interface
 //     every algorithm runs on; UcxChannel (ucx_channel.hpp) implements it over
 //     UCX with peer-failure detection.
-//   * The algorithms, one per header: ring_allreduce.hpp, chain_broadcast.hpp.
+//   * ShmNode (shm_node.hpp): the ranks of one node on one shared-memory
+//     segment (shm_segment.hpp), with direct liveness checks (peer_watch.hpp).
+//   * The algorithms, one per header: ring_allreduce.hpp, chain_broadcast.hpp,
+//     recursive_doubling.hpp, and hier_allreduce.hpp (shared memory inside a
+//     node, rails of UCX rings across nodes, a one-shot latency path).
 //   * reduce_kernels.hpp: the vectorisable element-wise reductions.
 //   * progress.hpp: how every wait drives progress and polls for failures
 //     (WaitContext), and the two ways a wait ends early (Interrupted, Mismatch).
 #pragma once
 
 #include "transport/chain_broadcast.hpp"
+#include "transport/hier_allreduce.hpp"
+#include "transport/recursive_doubling.hpp"
+#include "transport/shm_node.hpp"
 #include "transport/channel.hpp"
 #include "transport/progress.hpp"
 #include "transport/reduce_kernels.hpp"

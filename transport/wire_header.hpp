@@ -29,6 +29,7 @@ static_assert(sizeof(WireHeader) == 32);
 // Algorithm tags (the channel adds epoch and source).
 inline constexpr std::uint32_t kTagHeader = 1;
 inline constexpr std::uint32_t kTagData = 2;
+inline constexpr std::uint32_t kTagSmall = 3;  // header + data in one message (latency paths)
 
 // Empty when `theirs` matches `mine`; otherwise what differs, for the error.
 std::string describe_mismatch(const WireHeader& mine, const WireHeader& theirs, int peer);

@@ -47,3 +47,29 @@ TEST(Config, EnvironmentIsValidated) {
   ::unsetenv("RINGMEND_CHUNK_BYTES");
   ::unsetenv("RINGMEND_TIMEOUT");
 }
+
+TEST(Config, SharedMemorySettings) {
+  ::setenv("RINGMEND_SHM", "0", 1);
+  ::setenv("RINGMEND_SHM_CHUNK_BYTES", "1M", 1);
+  ::setenv("RINGMEND_SMALL_BYTES", "4K", 1);
+  ::setenv("RINGMEND_DEBUG", "topo", 1);
+  Config c = Config::from_environment();
+  EXPECT_FALSE(c.shm);
+  EXPECT_EQ(c.shm_chunk_bytes, std::size_t{1} << 20);
+  EXPECT_EQ(c.small_bytes, 4096u);
+  EXPECT_TRUE(c.debug_topo);
+  for (auto [name, value] : {std::pair{"RINGMEND_SHM_CHUNK_BYTES", "1K"}, std::pair{"RINGMEND_SHM_CHUNK_BYTES", "1G"},
+                             std::pair{"RINGMEND_SMALL_BYTES", "2M"}, std::pair{"RINGMEND_DEBUG", "topo,net"},
+                             std::pair{"RINGMEND_SHM", "perhaps"}}) {
+    ::setenv(name, value, 1);
+    try {
+      Config::from_environment();
+      ADD_FAILURE() << name << "=" << value << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+    ::unsetenv(name);
+  }
+  for (const char* name : {"RINGMEND_SHM", "RINGMEND_SHM_CHUNK_BYTES", "RINGMEND_SMALL_BYTES", "RINGMEND_DEBUG"})
+    ::unsetenv(name);
+}

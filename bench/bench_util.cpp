@@ -1,0 +1,388 @@
+#include "bench/bench_util.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <limits>
+#include <map>
+
+#ifndef RINGMEND_BENCH_VERSION
+#define RINGMEND_BENCH_VERSION "unknown"
+#endif
+
+namespace ringmend::bench {
+
+std::optional<std::size_t> parse_bytes(std::string_view text) {
+  unsigned long long v = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(begin, end, v);
+  if (ec != std::errc() || p == begin) return std::nullopt;
+  std::string_view suffix(p, static_cast<std::size_t>(end - p));
+  int shift = 0;
+  if (suffix == "K" || suffix == "k")
+    shift = 10;
+  else if (suffix == "M" || suffix == "m")
+    shift = 20;
+  else if (suffix == "G" || suffix == "g")
+    shift = 30;
+  else if (!suffix.empty())
+    return std::nullopt;
+  if (shift > 0 && v > (std::numeric_limits<unsigned long long>::max() >> shift)) return std::nullopt;
+  return static_cast<std::size_t>(v << shift);
+}
+
+bool parse_size_range(std::string_view text, std::size_t& min_bytes, std::size_t& max_bytes) {
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos) {
+    auto hi = parse_bytes(text);
+    if (!hi) return false;
+    max_bytes = *hi;
+    return true;
+  }
+  auto lo = parse_bytes(text.substr(0, colon));
+  auto hi = parse_bytes(text.substr(colon + 1));
+  if (!lo || !hi) return false;
+  min_bytes = *lo;
+  max_bytes = *hi;
+  return true;
+}
+
+std::vector<std::size_t> size_sweep(std::size_t min_bytes, std::size_t max_bytes, std::size_t granule) {
+  std::vector<std::size_t> sizes;
+  if (granule == 0) granule = 1;
+  std::size_t b = min_bytes;
+  if (b == 0) {
+    sizes.push_back(0);
+    b = granule;
+  }
+  b = std::max(b, granule);
+  for (; b <= max_bytes; b *= 2) {
+    sizes.push_back(b / granule * granule);
+    if (b > std::numeric_limits<std::size_t>::max() / 2) break;
+  }
+  return sizes;
+}
+
+JobLayout job_layout(MPI_Comm world) {
+  JobLayout l;
+  MPI_Comm_rank(world, &l.rank);
+  MPI_Comm_size(world, &l.size);
+  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, l.rank, MPI_INFO_NULL, &l.node_comm);
+  MPI_Comm_rank(l.node_comm, &l.node_rank);
+  MPI_Comm_size(l.node_comm, &l.node_size);
+  // Each node is named by its lowest world rank (node rank 0, as the split
+  // is keyed by world rank).
+  int leader = l.rank;
+  MPI_Bcast(&leader, 1, MPI_INT, 0, l.node_comm);
+  std::vector<int> leaders(static_cast<std::size_t>(l.size));
+  MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, world);
+  std::map<int, int> count;  // leader -> ranks on that node
+  for (int x : leaders) ++count[x];
+  std::map<int, int> index;
+  for (const auto& [lead, n] : count) index.emplace(lead, static_cast<int>(index.size()));
+  l.nodes = static_cast<int>(count.size());
+  l.min_ranks_per_node = l.size;
+  l.max_ranks_per_node = 0;
+  for (const auto& [lead, n] : count) {
+    l.min_ranks_per_node = std::min(l.min_ranks_per_node, n);
+    l.max_ranks_per_node = std::max(l.max_ranks_per_node, n);
+  }
+  l.node_of_rank.resize(leaders.size());
+  for (std::size_t r = 0; r < leaders.size(); ++r) l.node_of_rank[r] = index[leaders[r]];
+  l.node_index = l.node_of_rank[static_cast<std::size_t>(l.rank)];
+  return l;
+}
+
+namespace {
+
+std::string trim(std::string s) {
+  while (!s.empty() &&
+         (s.back() == '\0' || s.back() == '\n' || s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.pop_back();
+  return s;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+const char* built_version() { return RINGMEND_BENCH_VERSION; }
+
+RunInfo run_info(MPI_Comm world, const JobLayout& layout, int argc, char** argv,
+                 std::string ringmend_version) {
+  RunInfo info;
+  info.ranks = layout.size;
+  info.nodes = layout.nodes;
+  info.ranks_per_node = layout.max_ranks_per_node;
+  info.min_ranks_per_node = layout.min_ranks_per_node;
+  info.ringmend_version = std::move(ringmend_version);
+  if (argc > 0) {
+    const char* slash = std::strrchr(argv[0], '/');
+    info.program = slash ? slash + 1 : argv[0];
+  }
+  for (int i = 0; i < argc; ++i) {
+    if (i) info.command_line += ' ';
+    info.command_line += argv[i];
+  }
+  info.date_utc = utc_now();
+
+  // Hostname of every rank, gathered in fixed-size slots.
+  constexpr std::size_t kHost = 256;
+  std::array<char, kHost> mine{};
+  if (gethostname(mine.data(), kHost - 1) != 0) std::snprintf(mine.data(), kHost, "unknown");
+  std::vector<char> all(layout.rank == 0 ? kHost * static_cast<std::size_t>(layout.size) : 0);
+  MPI_Gather(mine.data(), static_cast<int>(kHost), MPI_CHAR, all.data(), static_cast<int>(kHost), MPI_CHAR, 0,
+             world);
+  info.hostname = mine.data();
+  if (layout.rank == 0) {
+    info.node_hostnames.assign(static_cast<std::size_t>(layout.nodes), std::string());
+    for (int r = layout.size - 1; r >= 0; --r) {  // lowest rank of each node wins
+      const char* h = all.data() + kHost * static_cast<std::size_t>(r);
+      info.node_hostnames[static_cast<std::size_t>(layout.node_of_rank[static_cast<std::size_t>(r)])] =
+          std::string(h, strnlen(h, kHost));
+    }
+  }
+
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  info.mpi_library_version = trim(std::string(version, static_cast<std::size_t>(std::max(len, 0))));
+  int major = 0, minor = 0;
+  MPI_Get_version(&major, &minor);
+  info.mpi_standard = std::to_string(major) + "." + std::to_string(minor);
+  return info;
+}
+
+// ---------------------------------------------------------------- JSON
+
+std::string JsonWriter::escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    if (c < 0x80) {
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\b':
+          out += "\\b";
+          break;
+        case '\f':
+          out += "\\f";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          if (c < 0x20 || c == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: copy it if well formed, else emit U+FFFD for one byte.
+    std::size_t len = 0;
+    unsigned lo = 0x80, hi = 0xbf;  // range of the second byte
+    if (c >= 0xc2 && c <= 0xdf)
+      len = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+      len = 3;
+      if (c == 0xe0) lo = 0xa0;
+      if (c == 0xed) hi = 0x9f;  // no surrogates
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      len = 4;
+      if (c == 0xf0) lo = 0x90;
+      if (c == 0xf4) hi = 0x8f;
+    }
+    bool ok = len > 0 && i + len <= n && p[i + 1] >= lo && p[i + 1] <= hi;
+    for (std::size_t k = 2; ok && k < len; ++k) ok = p[i + k] >= 0x80 && p[i + k] <= 0xbf;
+    if (ok) {
+      out.append(reinterpret_cast<const char*>(p + i), len);
+      i += len;
+    } else {
+      out += "\\ufffd";
+      ++i;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+void JsonWriter::newline() {
+  out_ += '\n';
+  out_.append(2 * first_.size(), ' ');
+}
+
+void JsonWriter::before_value() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!first_.empty()) {
+    if (!first_.back()) out_ += ',';
+    first_.back() = false;
+    newline();
+  }
+}
+
+JsonWriter& JsonWriter::begin_object() {
+  before_value();
+  out_ += '{';
+  first_.push_back(true);
+  return *this;
+}
+
+JsonWriter& JsonWriter::end_object() {
+  const bool empty = first_.back();
+  first_.pop_back();
+  if (!empty) newline();
+  out_ += '}';
+  if (first_.empty()) out_ += '\n';
+  return *this;
+}
+
+JsonWriter& JsonWriter::begin_array() {
+  before_value();
+  out_ += '[';
+  first_.push_back(true);
+  return *this;
+}
+
+JsonWriter& JsonWriter::end_array() {
+  const bool empty = first_.back();
+  first_.pop_back();
+  if (!empty) newline();
+  out_ += ']';
+  if (first_.empty()) out_ += '\n';
+  return *this;
+}
+
+JsonWriter& JsonWriter::key(std::string_view name) {
+  before_value();
+  out_ += escape(name);
+  out_ += ": ";
+  after_key_ = true;
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(std::string_view s) {
+  before_value();
+  out_ += escape(s);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(double v) {
+  if (!std::isfinite(v)) return null();
+  before_value();
+  // Ten significant digits: more than any measurement here resolves.
+  char buf[64];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 10);
+  if (ec != std::errc()) p = buf + std::snprintf(buf, sizeof buf, "%.10g", v);
+  out_.append(buf, p);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(long long v) {
+  before_value();
+  out_ += std::to_string(v);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(unsigned long long v) {
+  before_value();
+  out_ += std::to_string(v);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(bool v) {
+  before_value();
+  out_ += v ? "true" : "false";
+  return *this;
+}
+
+JsonWriter& JsonWriter::null() {
+  before_value();
+  out_ += "null";
+  return *this;
+}
+
+void write_run_info(JsonWriter& json, const RunInfo& info) {
+  json.field("program", info.program);
+  json.field("command_line", info.command_line);
+  json.field("date", info.date_utc);
+  json.field("hostname", info.hostname);
+  json.key("node_hostnames").begin_array();
+  for (const auto& h : info.node_hostnames) json.value(h);
+  json.end_array();
+  json.field("ranks", info.ranks);
+  json.field("nodes", info.nodes);
+  json.field("ranks_per_node", info.ranks_per_node);
+  json.field("min_ranks_per_node", info.min_ranks_per_node);
+  if (info.ringmend_version.empty())
+    json.key("ringmend_version").null();
+  else
+    json.field("ringmend_version", info.ringmend_version);
+  json.field("mpi_library_version", info.mpi_library_version);
+  json.field("mpi_standard", info.mpi_standard);
+}
+
+JsonFile open_json_file(MPI_Comm world, const std::string& path, const char* program) {
+  JsonFile f;
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
+  int ok = 1;
+  if (rank == 0) {
+    f.file = std::fopen(path.c_str(), "w");
+    if (!f.file) {
+      std::fprintf(stderr, "%s: cannot write '%s': %s\n", program, path.c_str(), std::strerror(errno));
+      ok = 0;
+    }
+  }
+  MPI_Bcast(&ok, 1, MPI_INT, 0, world);
+  f.ok = ok != 0;
+  return f;
+}
+
+bool finish_json_file(JsonFile& file, const JsonWriter& json, const std::string& path, const char* program) {
+  if (!file.file) return true;
+  const std::string& text = json.text();
+  bool ok = std::fwrite(text.data(), 1, text.size(), file.file) == text.size();
+  ok = (std::fclose(file.file) == 0) && ok;
+  file.file = nullptr;
+  if (!ok) std::fprintf(stderr, "%s: error writing '%s'\n", program, path.c_str());
+  return ok;
+}
+
+}  // namespace ringmend::bench

@@ -1,0 +1,117 @@
+// Pieces shared by the benchmark programs: size parsing and sweeps, job
+// placement (ranks, nodes), run metadata, and a small JSON writer.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ringmend::bench {
+
+// "4096", "64K", "4M", "1G" (powers of 1024). Empty optional on bad input.
+std::optional<std::size_t> parse_bytes(std::string_view text);
+
+// OSU's -m [MIN:]MAX. Returns false on bad input; MIN keeps its value when
+// only MAX is given.
+bool parse_size_range(std::string_view text, std::size_t& min_bytes, std::size_t& max_bytes);
+
+// Sizes doubling from `min_bytes` up to `max_bytes`, each rounded down to a
+// multiple of `granule` (at least one granule). A zero minimum gives 0, then
+// starts again at one granule (as osu_latency does).
+std::vector<std::size_t> size_sweep(std::size_t min_bytes, std::size_t max_bytes, std::size_t granule = 1);
+
+// Where the ranks of a job run. node_comm holds the ranks of this rank's
+// node (MPI_Comm_split_type SHARED); the caller frees it with MPI_Comm_free.
+struct JobLayout {
+  int rank = 0, size = 1;
+  MPI_Comm node_comm = MPI_COMM_NULL;
+  int node_rank = 0, node_size = 1;
+  int nodes = 1;  // number of distinct nodes
+  int min_ranks_per_node = 1, max_ranks_per_node = 1;
+  int node_index = 0;             // 0..nodes-1, by lowest world rank
+  std::vector<int> node_of_rank;  // node index of every world rank
+  bool single_node() const { return nodes == 1; }
+};
+JobLayout job_layout(MPI_Comm world);
+
+// What a result file records about the run (gathered collectively, valid on
+// rank 0).
+struct RunInfo {
+  std::string program, command_line, date_utc, hostname;
+  std::vector<std::string> node_hostnames;  // of each node's lowest rank
+  std::string mpi_library_version, mpi_standard;
+  std::string ringmend_version;
+  int ranks = 1, nodes = 1, ranks_per_node = 1, min_ranks_per_node = 1;
+};
+RunInfo run_info(MPI_Comm world, const JobLayout& layout, int argc, char** argv,
+                 std::string ringmend_version);
+
+// Version of the ringmend sources the benchmarks were built from.
+const char* built_version();
+
+// Streams JSON text with proper string escaping (control characters as
+// \uXXXX, invalid UTF-8 replaced by U+FFFD) and shortest round-trip numbers
+// digits (non-finite numbers as null). Objects and arrays are indented.
+class JsonWriter {
+ public:
+  JsonWriter() = default;
+  const std::string& text() const { return out_; }
+
+  JsonWriter& begin_object();
+  JsonWriter& end_object();
+  JsonWriter& begin_array();
+  JsonWriter& end_array();
+  JsonWriter& key(std::string_view name);
+
+  JsonWriter& value(std::string_view s);
+  JsonWriter& value(const char* s) { return value(std::string_view(s)); }
+  JsonWriter& value(const std::string& s) { return value(std::string_view(s)); }
+  JsonWriter& value(double v);
+  JsonWriter& value(long long v);
+  JsonWriter& value(unsigned long long v);
+  JsonWriter& value(int v) { return value(static_cast<long long>(v)); }
+  JsonWriter& value(long v) { return value(static_cast<long long>(v)); }
+  JsonWriter& value(unsigned long v) { return value(static_cast<unsigned long long>(v)); }
+  JsonWriter& value(bool v);
+  JsonWriter& null();
+  template <class T>
+  JsonWriter& value(const std::optional<T>& v) {
+    return v ? value(*v) : null();
+  }
+
+  template <class T>
+  JsonWriter& field(std::string_view name, const T& v) {
+    key(name);
+    return value(v);
+  }
+
+  static std::string escape(std::string_view s);  // quoted JSON string
+
+ private:
+  void before_value();
+  void newline();
+  std::string out_;
+  std::vector<bool> first_;  // per open container: nothing written yet
+  bool after_key_ = false;
+};
+
+void write_run_info(JsonWriter& json, const RunInfo& info);
+
+// Rank 0 opens FILE for writing before a run (so that a bad path fails at
+// once, not after the sweep); every rank learns whether it worked. Returns
+// null on ranks other than 0 and on failure (then rank 0 has printed why).
+struct JsonFile {
+  std::FILE* file = nullptr;
+  bool ok = true;
+};
+JsonFile open_json_file(MPI_Comm world, const std::string& path, const char* program);
+
+// Writes `json` and closes the file (rank 0). Returns false on a write error.
+bool finish_json_file(JsonFile& file, const JsonWriter& json, const std::string& path, const char* program);
+
+}  // namespace ringmend::bench

@@ -1,0 +1,460 @@
+#include "bench/p2p_bench.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.hpp"
+#include "transport/progress.hpp"
+#include "transport/ucx_channel.hpp"
+
+namespace ringmend::bench {
+namespace {
+
+namespace tp = ringmend::transport;
+
+// osu_bw / osu_latency defaults: sizes up to this are "small".
+constexpr std::size_t kLargeMessage = 8192;
+constexpr int kDataTag = 100, kAckTag = 101;
+constexpr std::size_t kAckBytes = 4;
+
+enum class Transport { Ucx, Shm };
+
+struct Options {
+  P2PMode mode = P2PMode::Bandwidth;
+  std::size_t min_bytes = 1, max_bytes = 1 << 22;
+  std::optional<int> iters, warmup;  // unset: OSU's defaults (fewer for large messages)
+  int window = 64;
+  std::string impl = "both";
+  Transport transport = Transport::Ucx;
+  double timeout_s = 60;
+  std::string json;
+};
+
+const char* program(P2PMode m) {
+  return m == P2PMode::Bandwidth ? "ringmend_p2p_bw" : "ringmend_p2p_latency";
+}
+
+[[noreturn]] void usage(P2PMode mode, const std::string& why) {
+  std::fprintf(stderr,
+               "%s: %s\n"
+               "usage: %s [-m [MIN:]MAX] [-i ITERS] [-x WARMUP]%s [--impl ringmend|mpi|both]\n"
+               "       %*s [--transport ucx|shm] [--timeout SECONDS] [--json FILE]\n",
+               program(mode), why.c_str(), program(mode), mode == P2PMode::Bandwidth ? " [-W WINDOW]" : "",
+               static_cast<int>(std::strlen(program(mode))), "");
+  std::exit(2);
+}
+
+int parse_int(P2PMode mode, const std::string& opt, const std::string& v, long lo) {
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (end == v.c_str() || *end != '\0' || x < lo || x > 1000000000)
+    usage(mode, "bad value '" + v + "' for " + opt);
+  return static_cast<int>(x);
+}
+
+Options parse(int argc, char** argv, P2PMode mode) {
+  Options o;
+  o.mode = mode;
+  o.min_bytes = mode == P2PMode::Bandwidth ? 1 : 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) usage(mode, "missing value after " + a);
+      return argv[++i];
+    };
+    if (a == "-m") {
+      const std::string v = next();
+      if (!parse_size_range(v, o.min_bytes, o.max_bytes)) usage(mode, "bad size range '" + v + "'");
+    } else if (a == "-i") {
+      o.iters = parse_int(mode, a, next(), 1);
+    } else if (a == "-x") {
+      o.warmup = parse_int(mode, a, next(), 0);
+    } else if (a == "-W" && mode == P2PMode::Bandwidth) {
+      o.window = parse_int(mode, a, next(), 1);
+    } else if (a == "--impl") {
+      o.impl = next();
+      if (o.impl != "ringmend" && o.impl != "mpi" && o.impl != "both")
+        usage(mode, "--impl takes ringmend, mpi or both");
+    } else if (a == "--transport") {
+      const std::string t = next();
+      if (t == "ucx")
+        o.transport = Transport::Ucx;
+      else if (t == "shm")
+        o.transport = Transport::Shm;
+      else
+        usage(mode, "--transport takes ucx or shm");
+    } else if (a == "--timeout") {
+      o.timeout_s = parse_int(mode, a, next(), 1);
+    } else if (a == "--json") {
+      o.json = next();
+      if (o.json.empty()) usage(mode, "--json needs a file name");
+    } else {
+      usage(mode, "unknown option '" + a + "'");
+    }
+  }
+  if (o.min_bytes > o.max_bytes) usage(mode, "bad -m range");
+  return o;
+}
+
+int iterations(const Options& o, std::size_t bytes) {
+  if (o.iters) return *o.iters;
+  const bool large = bytes > kLargeMessage;
+  if (o.mode == P2PMode::Bandwidth) return large ? 20 : 100;
+  return large ? 1000 : 10000;
+}
+
+int warmups(const Options& o, std::size_t bytes) {
+  if (o.warmup) return *o.warmup;
+  const bool large = bytes > kLargeMessage;
+  if (o.mode == P2PMode::Bandwidth) return large ? 2 : 10;
+  return large ? 10 : 100;
+}
+
+// ---------------------------------------------------------------- endpoints
+
+// One side of the exchange between ranks 0 and 1: operations are posted,
+// then completed together.
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+  virtual void send(const void* buf, std::size_t bytes, int tag) = 0;
+  virtual void recv(void* buf, std::size_t bytes, int tag) = 0;
+  virtual void wait_all() = 0;
+};
+
+class MpiEndpoint final : public Endpoint {
+ public:
+  MpiEndpoint(MPI_Comm pair, int peer) : pair_(pair), peer_(peer) {}
+  void send(const void* buf, std::size_t bytes, int tag) override {
+    requests_.emplace_back();
+    MPI_Isend(buf, static_cast<int>(bytes), MPI_BYTE, peer_, tag, pair_, &requests_.back());
+  }
+  void recv(void* buf, std::size_t bytes, int tag) override {
+    requests_.emplace_back();
+    MPI_Irecv(buf, static_cast<int>(bytes), MPI_BYTE, peer_, tag, pair_, &requests_.back());
+  }
+  void wait_all() override {
+    MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    requests_.clear();
+  }
+
+ private:
+  MPI_Comm pair_;
+  int peer_;
+  std::vector<MPI_Request> requests_;
+};
+
+// Waits of the transport algorithms end at a deadline (no failure handling
+// here: a benchmark that stalls should stop, not hang).
+class DeadlineWait final : public tp::WaitContext {
+ public:
+  explicit DeadlineWait(double seconds)
+      : limit_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(seconds))),
+        seconds_(seconds) {
+    arm();
+  }
+  void arm() { deadline_ = std::chrono::steady_clock::now() + limit_; }
+  void check() override {
+    if (std::chrono::steady_clock::now() > deadline_)
+      throw std::runtime_error("no progress within " + std::to_string(static_cast<int>(seconds_)) +
+                               " s (--timeout)");
+  }
+  void on_phase(tp::Phase, int) override {}
+
+ private:
+  std::chrono::steady_clock::duration limit_;
+  std::chrono::steady_clock::time_point deadline_;
+  double seconds_;
+};
+
+class UcxEndpoint final : public Endpoint {
+ public:
+  UcxEndpoint(std::unique_ptr<tp::UcxContext> context, std::unique_ptr<tp::UcxChannel> channel, int peer,
+              DeadlineWait& wait)
+      : context_(std::move(context)), channel_(std::move(channel)), peer_(peer), wait_(wait) {}
+  ~UcxEndpoint() override {
+    channel_.reset();  // the worker goes before the context
+    context_.reset();
+  }
+  void send(const void* buf, std::size_t bytes, int tag) override {
+    const tp::Piece piece{const_cast<void*>(buf), bytes};
+    ops_.push_back(
+        channel_->send(peer_, static_cast<std::uint32_t>(tag), std::span<const tp::Piece>(&piece, 1)));
+  }
+  void recv(void* buf, std::size_t bytes, int tag) override {
+    const tp::Piece piece{buf, bytes};
+    ops_.push_back(
+        channel_->recv(peer_, static_cast<std::uint32_t>(tag), std::span<const tp::Piece>(&piece, 1)));
+  }
+  void wait_all() override {
+    for (tp::Channel::Op op : ops_) {
+      if (tp::wait_for(*channel_, op, wait_) != tp::OpState::Done)
+        throw std::runtime_error("UCX: a message was truncated");
+    }
+    ops_.clear();
+  }
+
+ private:
+  std::unique_ptr<tp::UcxContext> context_;
+  std::unique_ptr<tp::UcxChannel> channel_;
+  int peer_;
+  DeadlineWait& wait_;
+  std::vector<tp::Channel::Op> ops_;
+};
+
+// Collective over `world`: ranks 0 and 1 get connected endpoints, the others
+// only take part in the address exchange and get null.
+std::unique_ptr<Endpoint> open_ucx(MPI_Comm world, DeadlineWait& wait) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm_size(world, &size);
+  const bool active = rank < 2;
+  std::unique_ptr<tp::UcxContext> context;
+  std::unique_ptr<tp::UcxChannel> channel;
+  std::vector<std::byte> mine;
+  if (active) {
+    context = std::make_unique<tp::UcxContext>();
+    channel = std::make_unique<tp::UcxChannel>(*context, rank, size, 0);
+    mine = channel->local_address();
+  }
+  // Worker addresses differ in length: exchange them in slots of the longest.
+  int len = static_cast<int>(mine.size()), longest = 0;
+  MPI_Allreduce(&len, &longest, 1, MPI_INT, MPI_MAX, world);
+  std::vector<int> lengths(static_cast<std::size_t>(size));
+  MPI_Allgather(&len, 1, MPI_INT, lengths.data(), 1, MPI_INT, world);
+  mine.resize(static_cast<std::size_t>(longest));
+  std::vector<std::byte> all(static_cast<std::size_t>(longest) * static_cast<std::size_t>(size));
+  MPI_Allgather(mine.data(), longest, MPI_BYTE, all.data(), longest, MPI_BYTE, world);
+  if (!active) return nullptr;
+  std::vector<std::vector<std::byte>> addresses(static_cast<std::size_t>(size));
+  for (std::size_t r = 0; r < addresses.size(); ++r) {
+    const auto* p = all.data() + r * static_cast<std::size_t>(longest);
+    addresses[r].assign(p, p + lengths[r]);
+  }
+  const int peer = 1 - rank;
+  channel->connect(addresses, {peer});
+  return std::make_unique<UcxEndpoint>(std::move(context), std::move(channel), peer, wait);
+}
+
+// ---------------------------------------------------------------- measurement
+
+struct AlignedBuffer {
+  explicit AlignedBuffer(std::size_t bytes) {
+    const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 4095) / 4096 * 4096;
+    data = static_cast<std::byte*>(std::aligned_alloc(4096, rounded));
+    if (!data) throw std::bad_alloc();
+    std::memset(data, 'a', rounded);
+  }
+  ~AlignedBuffer() { std::free(data); }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  std::byte* data = nullptr;
+};
+
+// osu_bw: rank 0 posts a window of sends, rank 1 a window of receives; an
+// acknowledgement closes each window. Returns MB/s (1e6) on rank 0.
+double measure_bw(Endpoint& ep, int rank, std::size_t bytes, int iters, int warmup, int window, std::byte* s,
+                  std::byte* r) {
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < iters + warmup; ++i) {
+    if (i == warmup) t0 = MPI_Wtime();
+    if (rank == 0) {
+      for (int w = 0; w < window; ++w) ep.send(s, bytes, kDataTag);
+      ep.wait_all();
+      ep.recv(r, kAckBytes, kAckTag);
+      ep.wait_all();
+    } else {
+      for (int w = 0; w < window; ++w) ep.recv(r, bytes, kDataTag);
+      ep.wait_all();
+      ep.send(s, kAckBytes, kAckTag);
+      ep.wait_all();
+    }
+  }
+  const double t = MPI_Wtime() - t0;
+  return t > 0 ? static_cast<double>(bytes) / 1e6 * iters * window / t : 0;
+}
+
+// osu_latency: ping-pong with blocking send and receive; returns half the
+// round trip in microseconds.
+double measure_latency(Endpoint& ep, int rank, std::size_t bytes, int iters, int warmup, std::byte* s,
+                       std::byte* r) {
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < iters + warmup; ++i) {
+    if (i == warmup) t0 = MPI_Wtime();
+    if (rank == 0) {
+      ep.send(s, bytes, kDataTag);
+      ep.wait_all();
+      ep.recv(r, bytes, kDataTag);
+      ep.wait_all();
+    } else {
+      ep.recv(r, bytes, kDataTag);
+      ep.wait_all();
+      ep.send(s, bytes, kDataTag);
+      ep.wait_all();
+    }
+  }
+  return (MPI_Wtime() - t0) * 1e6 / (2.0 * iters);
+}
+
+struct Row {
+  std::size_t bytes = 0;
+  std::string impl, transport;
+  double value = 0;  // MB/s or us
+  int iters = 0, warmup = 0;
+};
+
+int run(int argc, char** argv, P2PMode mode) {
+  const Options o = parse(argc, argv, mode);
+  const char* prog = program(mode);
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const bool run_r = o.impl != "mpi", run_m = o.impl != "ringmend";
+  if (size < 2) {
+    if (rank == 0)
+      std::fprintf(stderr, "%s: needs at least 2 ranks (it measures between ranks 0 and 1)\n", prog);
+    MPI_Finalize();
+    return 2;
+  }
+  if (run_r && o.transport == Transport::Shm) {
+    // Ranks pass through here together: the options are the same everywhere.
+    if (rank == 0) std::fprintf(stderr, "%s: --transport shm: not available yet\n", prog);
+    MPI_Finalize();
+    return 2;
+  }
+
+  JobLayout layout = job_layout(MPI_COMM_WORLD);
+  JsonFile json_file;
+  if (!o.json.empty()) {
+    json_file = open_json_file(MPI_COMM_WORLD, o.json, prog);
+    if (!json_file.ok) {
+      MPI_Comm_free(&layout.node_comm);
+      MPI_Finalize();
+      return 2;
+    }
+  }
+  const RunInfo info = run_info(MPI_COMM_WORLD, layout, argc, argv, built_version());
+  const bool same_node = layout.node_of_rank[0] == layout.node_of_rank[1];
+
+  MPI_Comm pair = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
+
+  DeadlineWait wait(o.timeout_s);
+  std::unique_ptr<Endpoint> ucx, mpi;
+  int status = 0;
+  std::vector<Row> rows;
+  try {
+    if (run_r) ucx = open_ucx(MPI_COMM_WORLD, wait);
+    if (run_m && rank < 2) mpi = std::make_unique<MpiEndpoint>(pair, 1 - rank);
+    const std::vector<std::size_t> sizes = size_sweep(o.min_bytes, o.max_bytes);
+    const std::size_t largest = std::max<std::size_t>(sizes.empty() ? 0 : sizes.back(), kAckBytes);
+    if (rank == 0) {
+      const bool bw = mode == P2PMode::Bandwidth;
+      std::printf("# ringmend P2P %s Test (ringmend %s, impl %s%s%s, ranks 0 and 1 on %s)\n",
+                  bw ? "Bandwidth" : "Latency", built_version(), o.impl.c_str(),
+                  run_r ? ", transport ucx" : "", bw ? (", window " + std::to_string(o.window)).c_str() : "",
+                  same_node ? "the same node" : "different nodes");
+      std::printf("%-10s%18s", "# Size", bw ? "Bandwidth (MB/s)" : "Latency (us)");
+      if (run_r && run_m) std::printf("%22s%10s", bw ? "MPI Bandwidth (MB/s)" : "MPI Latency (us)", "ratio");
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+    if (rank < 2) {
+      AlignedBuffer sbuf(largest), rbuf(largest);
+      for (std::size_t bytes : sizes) {
+        const int iters = iterations(o, bytes), warm = warmups(o, bytes);
+        double vr = 0, vm = 0;
+        auto measure = [&](Endpoint& ep) {
+          MPI_Barrier(pair);
+          wait.arm();
+          return mode == P2PMode::Bandwidth
+                     ? measure_bw(ep, rank, bytes, iters, warm, o.window, sbuf.data, rbuf.data)
+                     : measure_latency(ep, rank, bytes, iters, warm, sbuf.data, rbuf.data);
+        };
+        if (ucx) vr = measure(*ucx);
+        if (mpi) vm = measure(*mpi);
+        if (rank != 0) continue;
+        std::printf("%-10zu%18.2f", bytes, run_r ? vr : vm);
+        if (run_r && run_m) {
+          // ratio > 1: ringmend's transport is faster.
+          const double ratio = mode == P2PMode::Bandwidth ? (vm > 0 ? vr / vm : 0) : (vr > 0 ? vm / vr : 0);
+          std::printf("%22.2f%10.2f", vm, ratio);
+        }
+        std::printf("\n");
+        std::fflush(stdout);
+        if (run_r) rows.push_back({bytes, "ringmend", "ucx", vr, iters, warm});
+        if (run_m) rows.push_back({bytes, "mpi", "mpi", vm, iters, warm});
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: rank %d: %s\n", prog, rank, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  ucx.reset();
+  mpi.reset();
+
+  if (json_file.file) {
+    JsonWriter json;
+    json.begin_object();
+    json.field("benchmark", mode == P2PMode::Bandwidth ? "p2p_bw" : "p2p_latency");
+    json.key("run").begin_object();
+    write_run_info(json, info);
+    json.end_object();
+    json.key("parameters").begin_object();
+    json.field("min_bytes", o.min_bytes);
+    json.field("max_bytes", o.max_bytes);
+    json.field("impl", o.impl);
+    if (run_r)
+      json.field("transport", "ucx");
+    else
+      json.key("transport").null();
+    if (mode == P2PMode::Bandwidth) json.field("window", o.window);
+    json.key("measured_ranks").begin_array().value(0).value(1).end_array();
+    json.field("same_node", same_node);
+    json.end_object();
+    json.key("rows").begin_array();
+    for (const Row& r : rows) {
+      json.begin_object();
+      json.field("size", r.bytes);
+      json.field("impl", r.impl);
+      json.field("transport", r.transport);
+      if (mode == P2PMode::Bandwidth)
+        json.field("bandwidth_MBps", r.value);
+      else
+        json.field("latency_us", r.value);
+      json.field("iterations", r.iters);
+      json.field("warmup", r.warmup);
+      if (mode == P2PMode::Bandwidth) json.field("window", o.window);
+      json.end_object();
+    }
+    json.end_array();
+    json.end_object();
+    if (!finish_json_file(json_file, json, o.json, prog)) status = 1;
+  }
+  if (pair != MPI_COMM_NULL) MPI_Comm_free(&pair);
+  MPI_Comm_free(&layout.node_comm);
+  MPI_Finalize();
+  return status;
+}
+
+}  // namespace
+
+int p2p_main(int argc, char** argv, P2PMode mode) { return run(argc, argv, mode); }
+
+}  // namespace ringmend::bench

@@ -1,0 +1,14 @@
+// Point-to-point benchmarks between ranks 0 and 1 of a job, in the formats
+// of osu_bw (windowed streaming, MB/s) and osu_latency (ping-pong, half the
+// round trip), over ringmend's own transport and over MPI's point-to-point.
+#pragma once
+
+namespace ringmend::bench {
+
+enum class P2PMode { Bandwidth, Latency };
+
+// The whole program: options, MPI start-up, measurement, output. Returns the
+// process exit status.
+int p2p_main(int argc, char** argv, P2PMode mode);
+
+}  // namespace ringmend::bench

@@ -1,0 +1,434 @@
+// Gloo CPU baseline: gloo::allreduce over Gloo's TCP transport, with the
+// columns of ringmend_allreduce (OSU latency semantics, nccl-tests algbw and
+// busbw), on the same sizes.
+//
+//   ringmend_gloo_allreduce [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f] [-c]
+//                           [-T float|double|int|long] [--algo ring|bcube]
+//                           [--host ADDRESS | --iface NAME] [--json FILE]
+//
+// Gloo's pairs are connected through MPI (each rank's TCP addresses are
+// exchanged with MPI_Allgather, as gloo::mpi::Context does; Debian's Gloo is
+// built without its MPI module), so the program runs under mpirun like the
+// others and needs no shared directory or key-value store.
+#include <gloo/allreduce.h>
+#include <gloo/config.h>
+#include <gloo/context.h>
+#include <gloo/math.h>
+#include <gloo/transport/context.h>
+#include <gloo/transport/device.h>
+#include <gloo/transport/tcp/device.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.hpp"
+
+namespace {
+
+namespace rb = ringmend::bench;
+
+enum class Type { Float, Double, Int, Long };
+
+struct Options {
+  std::size_t min_bytes = 4, max_bytes = 1 << 22;
+  int iters = 100, warmup = 10;
+  bool full = false, validate = false;
+  Type type = Type::Float;
+  std::string algo = "ring";
+  std::string host, iface;
+  int timeout_s = 60;
+  std::string json;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "ringmend_gloo_allreduce: %s\n"
+               "usage: ringmend_gloo_allreduce [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f] [-c]\n"
+               "                               [-T float|double|int|long] [--algo ring|bcube]\n"
+               "                               [--host ADDRESS | --iface NAME] [--timeout SECONDS]\n"
+               "                               [--json FILE]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+int parse_int(const std::string& opt, const std::string& v, long lo) {
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (end == v.c_str() || *end != '\0' || x < lo || x > 1000000000) usage("bad value '" + v + "' for " + opt);
+  return static_cast<int>(x);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) usage("missing value after " + a);
+      return argv[++i];
+    };
+    if (a == "-m") {
+      const std::string v = next();
+      if (!rb::parse_size_range(v, o.min_bytes, o.max_bytes)) usage("bad size range '" + v + "'");
+    } else if (a == "-i") {
+      o.iters = parse_int(a, next(), 1);
+    } else if (a == "-x") {
+      o.warmup = parse_int(a, next(), 0);
+    } else if (a == "-f") {
+      o.full = true;
+    } else if (a == "-c") {
+      o.validate = true;
+    } else if (a == "-T") {
+      const std::string t = next();
+      if (t == "float")
+        o.type = Type::Float;
+      else if (t == "double")
+        o.type = Type::Double;
+      else if (t == "int")
+        o.type = Type::Int;
+      else if (t == "long")
+        o.type = Type::Long;
+      else
+        usage("unknown type '" + t + "'");
+    } else if (a == "--algo") {
+      o.algo = next();
+      if (o.algo != "ring" && o.algo != "bcube") usage("--algo takes ring or bcube");
+    } else if (a == "--host") {
+      o.host = next();
+    } else if (a == "--iface") {
+      o.iface = next();
+    } else if (a == "--timeout") {
+      o.timeout_s = parse_int(a, next(), 1);
+    } else if (a == "--json") {
+      o.json = next();
+      if (o.json.empty()) usage("--json needs a file name");
+    } else {
+      usage("unknown option '" + a + "'");
+    }
+  }
+  if (!o.host.empty() && !o.iface.empty()) usage("give --host or --iface, not both");
+  if (o.min_bytes == 0 || o.min_bytes > o.max_bytes) usage("bad -m range");
+  return o;
+}
+
+std::size_t size_of(Type t) { return t == Type::Float || t == Type::Int ? 4 : 8; }
+
+const char* name_of(Type t) {
+  switch (t) {
+    case Type::Float:
+      return "float32";
+    case Type::Double:
+      return "float64";
+    case Type::Int:
+      return "int32";
+    case Type::Long:
+      return "int64";
+  }
+  return "?";
+}
+
+// A Gloo context whose pairs are connected by exchanging their addresses
+// over MPI (the scheme of gloo::mpi::Context::connectFullMesh).
+class MpiConnectedContext final : public gloo::Context {
+ public:
+  MpiConnectedContext(int my_rank, int ranks) : gloo::Context(my_rank, ranks) {}
+
+  void connect_full_mesh(MPI_Comm comm, const std::shared_ptr<gloo::transport::Device>& device) {
+    auto transport = device->createContext(rank, size);
+    transport->setTimeout(getTimeout());
+    std::vector<std::vector<char>> mine(static_cast<std::size_t>(size));
+    unsigned long longest = 0;
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      auto& pair = transport->createPair(peer);
+      mine[static_cast<std::size_t>(peer)] = pair->address().bytes();
+      longest = std::max<unsigned long>(longest, mine[static_cast<std::size_t>(peer)].size());
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &longest, 1, MPI_UNSIGNED_LONG, MPI_MAX, comm);
+    // Slot [r][p]: rank r's address for its pair with rank p.
+    const std::size_t slot = longest, row = slot * static_cast<std::size_t>(size);
+    std::vector<char> in(row), all(row * static_cast<std::size_t>(size));
+    for (int peer = 0; peer < size; ++peer) {
+      const auto& a = mine[static_cast<std::size_t>(peer)];
+      std::copy(a.begin(), a.end(),
+                in.begin() + static_cast<std::ptrdiff_t>(slot * static_cast<std::size_t>(peer)));
+    }
+    MPI_Allgather(in.data(), static_cast<int>(row), MPI_BYTE, all.data(), static_cast<int>(row), MPI_BYTE,
+                  comm);
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      const std::size_t at = static_cast<std::size_t>(peer) * row + static_cast<std::size_t>(rank) * slot;
+      std::vector<char> address(all.begin() + static_cast<std::ptrdiff_t>(at),
+                                all.begin() + static_cast<std::ptrdiff_t>(at + slot));
+      transport->getPair(peer)->connect(address);
+    }
+    device_ = device;
+    transportContext_ = std::move(transport);
+  }
+};
+
+using ReduceFn = void (*)(void*, const void*, const void*, std::size_t);
+
+template <class T>
+ReduceFn sum_fn() {
+  return static_cast<ReduceFn>(&gloo::sum<T>);
+}
+
+ReduceFn reduce_fn(Type t) {
+  switch (t) {
+    case Type::Float:
+      return sum_fn<float>();
+    case Type::Double:
+      return sum_fn<double>();
+    case Type::Int:
+      return sum_fn<std::int32_t>();
+    case Type::Long:
+      return sum_fn<std::int64_t>();
+  }
+  return nullptr;
+}
+
+// Out-of-place allreduce options for `count` elements of `t`.
+std::unique_ptr<gloo::AllreduceOptions> make_options(const std::shared_ptr<gloo::Context>& context, Type t,
+                                                     std::byte* in, std::byte* out, std::size_t count,
+                                                     const std::string& algo) {
+  auto opts = std::make_unique<gloo::AllreduceOptions>(context);
+  auto set = [&](auto* typed_in, auto* typed_out) {
+    opts->setInput(typed_in, count);
+    opts->setOutput(typed_out, count);
+  };
+  switch (t) {
+    case Type::Float:
+      set(reinterpret_cast<float*>(in), reinterpret_cast<float*>(out));
+      break;
+    case Type::Double:
+      set(reinterpret_cast<double*>(in), reinterpret_cast<double*>(out));
+      break;
+    case Type::Int:
+      set(reinterpret_cast<std::int32_t*>(in), reinterpret_cast<std::int32_t*>(out));
+      break;
+    case Type::Long:
+      set(reinterpret_cast<std::int64_t*>(in), reinterpret_cast<std::int64_t*>(out));
+      break;
+  }
+  opts->setReduceFunction(reduce_fn(t));
+  opts->setAlgorithm(algo == "bcube" ? gloo::AllreduceOptions::Algorithm::BCUBE
+                                     : gloo::AllreduceOptions::Algorithm::RING);
+  return opts;
+}
+
+void fill(std::byte* p, std::size_t count, Type t, int value) {
+  for (std::size_t i = 0; i < count; ++i) {
+    switch (t) {
+      case Type::Float:
+        reinterpret_cast<float*>(p)[i] = static_cast<float>(value);
+        break;
+      case Type::Double:
+        reinterpret_cast<double*>(p)[i] = value;
+        break;
+      case Type::Int:
+        reinterpret_cast<std::int32_t*>(p)[i] = value;
+        break;
+      case Type::Long:
+        reinterpret_cast<std::int64_t*>(p)[i] = value;
+        break;
+    }
+  }
+}
+
+long count_wrong(const std::byte* p, std::size_t count, Type t, double expect) {
+  long wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    double v = 0;
+    switch (t) {
+      case Type::Float:
+        v = reinterpret_cast<const float*>(p)[i];
+        break;
+      case Type::Double:
+        v = reinterpret_cast<const double*>(p)[i];
+        break;
+      case Type::Int:
+        v = reinterpret_cast<const std::int32_t*>(p)[i];
+        break;
+      case Type::Long:
+        v = static_cast<double>(reinterpret_cast<const std::int64_t*>(p)[i]);
+        break;
+    }
+    wrong += v != expect;
+  }
+  return wrong;
+}
+
+struct Stats {
+  double avg_us = 0, min_us = 0, max_us = 0;
+};
+
+// OSU semantics: mean over ranks of each rank's mean time; min/max over ranks.
+template <class F>
+Stats time_it(const Options& o, MPI_Comm comm, F&& call) {
+  for (int i = 0; i < o.warmup; ++i) call();
+  MPI_Barrier(comm);
+  const double t0 = MPI_Wtime();
+  for (int i = 0; i < o.iters; ++i) call();
+  const double mine = (MPI_Wtime() - t0) * 1e6 / o.iters;
+  int n = 1;
+  MPI_Comm_size(comm, &n);
+  double sum = 0, lo = 0, hi = 0;
+  MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, comm);
+  MPI_Reduce(&mine, &lo, 1, MPI_DOUBLE, MPI_MIN, 0, comm);
+  MPI_Reduce(&mine, &hi, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+  return {sum / n, lo, hi};
+}
+
+struct Row {
+  std::size_t bytes = 0, count = 0;
+  Stats s;
+  double algbw = 0, busbw = 0;
+  std::optional<long> wrong;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  MPI_Init(&argc, &argv);
+  int rank = 0, n = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  rb::JobLayout layout = rb::job_layout(MPI_COMM_WORLD);
+  rb::JsonFile json_file;
+  if (!o.json.empty()) {
+    json_file = rb::open_json_file(MPI_COMM_WORLD, o.json, "ringmend_gloo_allreduce");
+    if (!json_file.ok) {
+      MPI_Comm_free(&layout.node_comm);
+      MPI_Finalize();
+      return 2;
+    }
+  }
+  const rb::RunInfo info = rb::run_info(MPI_COMM_WORLD, layout, argc, argv, rb::built_version());
+
+  // Where Gloo listens: loopback when the whole job is on one node, else
+  // the address this host's name resolves to (or --host / --iface).
+  gloo::transport::tcp::attr attr;
+  if (!o.iface.empty())
+    attr.iface = o.iface;
+  else if (!o.host.empty())
+    attr.hostname = o.host;
+  else if (layout.single_node())
+    attr.hostname = "127.0.0.1";
+  const std::string where = !o.iface.empty()         ? "interface " + o.iface
+                            : !attr.hostname.empty() ? "address " + attr.hostname
+                                                     : std::string("this host's name");
+
+  const std::size_t esize = size_of(o.type);
+  const std::vector<std::size_t> sizes = rb::size_sweep(o.min_bytes, o.max_bytes, esize);
+  const double bus = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+  std::vector<Row> rows;
+  int status = 0;
+  try {
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<MpiConnectedContext>(rank, n);
+    context->setTimeout(std::chrono::seconds(o.timeout_s));
+    context->connect_full_mesh(MPI_COMM_WORLD, device);
+
+    const std::size_t largest = sizes.empty() ? esize : sizes.back();
+    std::vector<std::byte> in(largest + esize, std::byte{0}), out(largest + esize, std::byte{0});
+    if (rank == 0) {
+      std::printf("# Gloo Allreduce Latency Test (gloo %d.%d.%d, tcp on %s, %d ranks, %s, algorithm %s)\n",
+                  GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH, where.c_str(), n,
+                  name_of(o.type), o.algo.c_str());
+      std::printf("%-12s%16s", "# Size", "Avg Latency(us)");
+      if (o.full) std::printf("%16s%16s%12s", "Min Latency(us)", "Max Latency(us)", "Iterations");
+      std::printf("%14s%14s", "algbw(GB/s)", "busbw(GB/s)");
+      if (o.validate) std::printf("%10s", "#wrong");
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+    std::shared_ptr<gloo::Context> ctx = context;
+    for (std::size_t bytes : sizes) {
+      const std::size_t count = bytes / esize;
+      auto opts = make_options(ctx, o.type, in.data(), out.data(), count, o.algo);
+      const Stats s = time_it(o, MPI_COMM_WORLD, [&] { gloo::allreduce(*opts); });
+      Row row;
+      row.bytes = bytes;
+      row.count = count;
+      row.s = s;
+      row.algbw = s.avg_us > 0 ? static_cast<double>(bytes) / (s.avg_us * 1e3) : 0;
+      row.busbw = row.algbw * bus;
+      if (o.validate) {
+        fill(in.data(), count, o.type, rank + 1);
+        gloo::allreduce(*opts);
+        long mine = count_wrong(out.data(), count, o.type, n * (n + 1) / 2.0), total = 0;
+        MPI_Reduce(&mine, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+        row.wrong = total;
+        std::fill(in.begin(), in.end(), std::byte{0});
+      }
+      if (rank != 0) continue;
+      std::printf("%-12zu%16.2f", bytes, s.avg_us);
+      if (o.full) std::printf("%16.2f%16.2f%12d", s.min_us, s.max_us, o.iters);
+      std::printf("%14.3f%14.3f", row.algbw, row.busbw);
+      if (o.validate) std::printf("%10ld", row.wrong.value_or(0));
+      std::printf("\n");
+      std::fflush(stdout);
+      rows.push_back(row);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ringmend_gloo_allreduce: rank %d: %s\n", rank, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+
+  if (json_file.file) {
+    rb::JsonWriter json;
+    json.begin_object();
+    json.field("benchmark", "gloo_allreduce");
+    json.key("run").begin_object();
+    rb::write_run_info(json, info);
+    json.field("gloo_version", std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) +
+                                   "." + std::to_string(GLOO_VERSION_PATCH));
+    json.end_object();
+    json.key("parameters").begin_object();
+    json.field("min_bytes", o.min_bytes);
+    json.field("max_bytes", o.max_bytes);
+    json.field("iterations", o.iters);
+    json.field("warmup", o.warmup);
+    json.field("type", name_of(o.type));
+    json.field("op", "sum");
+    json.field("algorithm", o.algo);
+    json.field("transport", "tcp");
+    json.field("listen", where);
+    json.field("busbw_factor", bus);
+    json.end_object();
+    json.key("rows").begin_array();
+    for (const Row& r : rows) {
+      json.begin_object();
+      json.field("size", r.bytes);
+      json.field("count", r.count);
+      json.field("type", name_of(o.type));
+      json.field("op", "sum");
+      json.field("impl", "gloo");
+      json.field("avg_latency_us", r.s.avg_us);
+      json.field("min_latency_us", r.s.min_us);
+      json.field("max_latency_us", r.s.max_us);
+      json.field("algbw_GBps", r.algbw);
+      json.field("busbw_GBps", r.busbw);
+      json.field("wrong", r.wrong);
+      json.field("iterations", o.iters);
+      json.end_object();
+    }
+    json.end_array();
+    json.end_object();
+    if (!rb::finish_json_file(json_file, json, o.json, "ringmend_gloo_allreduce")) status = 1;
+  }
+  MPI_Comm_free(&layout.node_comm);
+  MPI_Finalize();
+  return status;
+}

@@ -1,0 +1,204 @@
+// The shared-memory data path with real processes: forked ranks on one
+// segment, checked results, mismatched calls, and a SIGKILLed rank noticed
+// by its peers through its pidfd (no MPI involved).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <stdexcept>
+#include <vector>
+
+#include "transport/hier_allreduce.hpp"
+#include "transport/shm_node.hpp"
+
+namespace ringmend::transport {
+namespace {
+
+enum Exit { kOk = 0, kWrong = 1, kInterrupted = 2, kMismatch = 3, kTimedOut = 4, kOther = 5 };
+
+class TestWait : public WaitContext {
+ public:
+  explicit TestWait(std::function<void(Phase, int)> on = {}) : on_(std::move(on)) {}
+  void check() override {
+    if (std::chrono::steady_clock::now() > deadline_) throw std::runtime_error("timed out");
+  }
+  void on_phase(Phase p, int step) override {
+    if (on_) on_(p, step);
+  }
+
+ private:
+  std::function<void(Phase, int)> on_;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+};
+
+std::string unique_name() {
+  static int n = 0;
+  return "/ringmend-test-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
+}
+
+// Runs body(local, node) in `ranks` forked processes sharing one segment and
+// returns their exit codes.
+std::vector<int> run_ranks(int ranks, std::size_t chunk, std::size_t small,
+                           const std::function<int(int, ShmNode&)>& body) {
+  const auto layout = ShmLayout::make(ranks, chunk, 4, small);
+  const std::string name = unique_name();
+  ShmSegment segment = ShmSegment::create(name, layout.total);
+  int go[2];
+  if (::pipe(go) != 0) throw std::runtime_error("pipe");
+  std::vector<pid_t> pids;
+  for (int r = 0; r < ranks; ++r) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(go[1]);
+      std::vector<pid_t> all(static_cast<std::size_t>(ranks));
+      const auto want = static_cast<ssize_t>(all.size() * sizeof(pid_t));
+      if (::read(go[0], all.data(), all.size() * sizeof(pid_t)) != want) ::_exit(kOther);
+      int code = kOther;
+      try {
+        ShmNode node(ShmSegment::attach(name, layout.total).value(), layout, r, all);
+        code = body(r, node);
+        // Like finalize: leave only once every rank is done with the segment.
+        TestWait wait;
+        shm_wait(node, wait, [&] { return node.all_at_least(&ShmRankControl::done, node.calls); });
+      } catch (const Interrupted&) {
+        code = kInterrupted;
+      } catch (const Mismatch&) {
+        // Stay a moment, as a rank in recovery would, so that peers read
+        // this rank's descriptor rather than see it exit.
+        ::usleep(300 * 1000);
+        code = kMismatch;
+      } catch (const std::runtime_error& e) {
+        code = std::string(e.what()) == "timed out" ? kTimedOut : kOther;
+      } catch (...) {
+      }
+      ::_exit(code);
+    }
+    pids.push_back(pid);
+  }
+  ::close(go[0]);
+  for (int r = 0; r < ranks; ++r)
+    if (::write(go[1], pids.data(), pids.size() * sizeof(pid_t)) < 0) break;
+  ::close(go[1]);
+  std::vector<int> codes;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+  // The children attached long ago: the name must go, the test checks it.
+  segment.unlink();
+  return codes;
+}
+
+template <class T>
+T input_value(int rank, std::size_t i) {
+  return static_cast<T>((rank + 1) * 3 + static_cast<int>(i % 101) - 50);
+}
+
+template <class T>
+int allreduce_and_check(ShmNode& node, int ranks, std::size_t count, DataType type, int calls) {
+  Hierarchy h;
+  for (int r = 0; r < ranks; ++r) h.local_ranks.push_back(r);
+  h.leaders = {0};
+  std::vector<T> in(count), out(count);
+  for (int call = 1; call <= calls; ++call) {
+    for (std::size_t i = 0; i < count; ++i) in[i] = input_value<T>(node.local() + call, i);
+    TestWait wait;
+    AllreduceArgs a{in.data(), out.data(), count, type, ReduceOp::Sum, static_cast<std::uint64_t>(call)};
+    hierarchical_allreduce(node, nullptr, h, a, wait, {1024, 64 * 1024});
+    for (std::size_t i = 0; i < count; ++i) {
+      T want = 0;
+      for (int r = 0; r < ranks; ++r) want = static_cast<T>(want + input_value<T>(r + call, i));
+      if (out[i] != want) return kWrong;
+    }
+  }
+  return kOk;
+}
+
+class ShmAllreduce : public ::testing::TestWithParam<std::tuple<int, std::size_t>> {};
+
+TEST_P(ShmAllreduce, MatchesTheSerialSum) {
+  const auto [ranks, count] = GetParam();
+  auto codes = run_ranks(ranks, 16 * 1024, 1024, [&, ranks = ranks, count = count](int, ShmNode& node) {
+    int c = allreduce_and_check<float>(node, ranks, count, DataType::Float32, 3);
+    if (c == kOk) c = allreduce_and_check<std::int64_t>(node, ranks, count, DataType::Int64, 3);
+    return c;
+  });
+  for (int c : codes) EXPECT_EQ(c, kOk);
+}
+
+// 1 element (one-shot), just above the one-shot limit, several chunks with
+// an odd tail, and more chunks than the pipeline depth many times over.
+INSTANTIATE_TEST_SUITE_P(RanksAndSizes, ShmAllreduce,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                                            ::testing::Values(std::size_t{1}, std::size_t{257},
+                                                              std::size_t{12289}, std::size_t{100003})));
+
+TEST(ShmAllreduceErrors, DifferentCountsAreAMismatchOnEveryRank) {
+  auto codes = run_ranks(3, 16 * 1024, 1024, [](int r, ShmNode& node) {
+    Hierarchy h{{0, 1, 2}, {0}, {}, 3};
+    const std::size_t count = r == 1 ? 5000 : 100;  // one-shot on two ranks, pipelined on one
+    std::vector<float> in(count, 1.0f), out(count);
+    TestWait wait;
+    hierarchical_allreduce(node, nullptr, h, {in.data(), out.data(), count, DataType::Float32, ReduceOp::Sum, 1},
+                           wait, {1024, 64 * 1024});
+    return kOk;
+  });
+  for (int c : codes) EXPECT_EQ(c, kMismatch);
+}
+
+TEST(ShmAllreduceFailures, AKilledRankIsNoticedByItsPeers) {
+  const auto start = std::chrono::steady_clock::now();
+  auto codes = run_ranks(3, 16 * 1024, 1024, [](int r, ShmNode& node) {
+    Hierarchy h{{0, 1, 2}, {0}, {}, 3};
+    const std::size_t count = 200000;
+    std::vector<float> in(count, 1.0f), out(count);
+    TestWait wait([r](Phase p, int step) {
+      if (r == 2 && p == Phase::ReduceScatter && step == 5) ::raise(SIGKILL);
+    });
+    hierarchical_allreduce(node, nullptr, h, {in.data(), out.data(), count, DataType::Float32, ReduceOp::Sum, 1},
+                           wait, {1024, 64 * 1024});
+    return kOk;
+  });
+  EXPECT_EQ(codes[0], kInterrupted);
+  EXPECT_EQ(codes[1], kInterrupted);
+  EXPECT_EQ(codes[2], 128 + SIGKILL);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(ShmNodeOpen, AttachGivesUpWhenTheCreatorIsDead) {
+  // An exited, not yet reaped process: its pidfd reports the exit.
+  pid_t zombie = ::fork();
+  if (zombie == 0) ::_exit(0);
+  const auto layout = ShmLayout::make(2, 16 * 1024, 4, 1024);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    ShmNode::open(unique_name(), layout, 1, {zombie, ::getpid()}, 5);
+    ADD_FAILURE() << "attached to a segment nobody created";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("creator exited"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+  ::waitpid(zombie, nullptr, 0);
+}
+
+TEST(ShmSegmentLifetime, NothingIsLeftInDevShm) {
+  const std::string name = unique_name();
+  {
+    ShmSegment s = ShmSegment::create(name, 1 << 20);
+    auto other = ShmSegment::attach(name, 1 << 20);
+    ASSERT_TRUE(other.has_value());
+    EXPECT_TRUE(std::filesystem::exists("/dev/shm" + name));
+  }
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm" + name));
+  EXPECT_THROW(ShmSegment::create("/ringmend-test-no/slash", 4096), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace ringmend::transport

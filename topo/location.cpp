@@ -1,0 +1,82 @@
+#include "topo/location.hpp"
+
+#include <algorithm>
+#include <string_view>
+
+#include "topo/hwloc_handle.hpp"
+#include "topo/nearest_device.hpp"
+
+namespace ringmend::topo {
+namespace {
+
+// Logical index of the object of `type` whose cpuset includes the binding.
+// Packages, L3s and cores nest, so at most one qualifies; NUMA nodes may
+// overlap (DRAM and HBM/CXL memory near the same cores), and then the most
+// local one (smallest cpuset, then lowest index) is taken.
+std::int32_t containing(hwloc_topology_t topo, hwloc_obj_type_t type, hwloc_const_cpuset_t binding) {
+  hwloc_obj_t found = nullptr;
+  for (hwloc_obj_t o = hwloc_get_next_obj_by_type(topo, type, nullptr); o;
+       o = hwloc_get_next_obj_by_type(topo, type, o)) {
+    if (!o->cpuset || !hwloc_bitmap_isincluded(binding, o->cpuset)) continue;
+    if (!found || hwloc_bitmap_weight(o->cpuset) < hwloc_bitmap_weight(found->cpuset)) found = o;
+  }
+  return found ? static_cast<std::int32_t>(found->logical_index) : -1;
+}
+
+template <std::size_t N>
+void copy_name(char (&to)[N], hwloc_obj_t dev) {
+  if (!dev || !dev->name) return;
+  const std::string_view name(dev->name);
+  const std::size_t n = std::min(name.size(), N - 1);  // longer names are cut; the last byte stays NUL
+  std::copy_n(name.begin(), n, to);
+}
+
+template <std::size_t N>
+std::string_view name_of(const char (&name)[N]) {
+  return {name, static_cast<std::size_t>(std::find(name, name + N, '\0') - name)};
+}
+
+std::string index_text(std::int32_t i) { return i < 0 ? "?" : std::to_string(i); }
+
+}  // namespace
+
+Location locate(hwloc_topology_t topo, hwloc_const_cpuset_t binding) noexcept {
+  Location where;
+  // An empty set is included in every object: it would "locate" anywhere.
+  if (!topo || !binding || hwloc_bitmap_iszero(binding)) return where;
+  where.package = containing(topo, HWLOC_OBJ_PACKAGE, binding);
+  where.numa = containing(topo, HWLOC_OBJ_NUMANODE, binding);
+  where.l3 = containing(topo, HWLOC_OBJ_L3CACHE, binding);
+  where.core = containing(topo, HWLOC_OBJ_CORE, binding);
+  copy_name(where.gpu, nearest_device(topo, binding, DeviceKind::Gpu));
+  copy_name(where.nic, nearest_device(topo, binding, DeviceKind::Nic));
+  return where;
+}
+
+Location locate_self() noexcept {
+  try {
+    std::string error;
+    const Topology topo =
+        load_topology(TopologySource::ThisMachine, {}, HWLOC_TYPE_FILTER_KEEP_IMPORTANT, error);
+    const Bitmap binding(hwloc_bitmap_alloc());
+    if (!topo || !binding) return {};
+    const bool bound = hwloc_get_cpubind(topo.get(), binding.get(), 0) == 0 &&
+                       !hwloc_bitmap_isincluded(hwloc_topology_get_allowed_cpuset(topo.get()), binding.get());
+    // Unbound (or binding unreadable): the CPU last run on is where the
+    // process is now, and where the scheduler tends to keep it.
+    if (!bound && hwloc_get_last_cpu_location(topo.get(), binding.get(), 0) != 0) return {};
+    return locate(topo.get(), binding.get());
+  } catch (...) {
+    return {};
+  }
+}
+
+std::string describe(const Location& where) {
+  std::string s = "pkg " + index_text(where.package) + " numa " + index_text(where.numa) + " l3 " +
+                  index_text(where.l3) + " core " + index_text(where.core);
+  if (const auto gpu = name_of(where.gpu); !gpu.empty()) s.append(" gpu ").append(gpu);
+  if (const auto nic = name_of(where.nic); !nic.empty()) s.append(" nic ").append(nic);
+  return s;
+}
+
+}  // namespace ringmend::topo

@@ -1,0 +1,46 @@
+// Where a rank runs: the package, NUMA node, L3 cache and core holding its
+// CPU binding, and its nearest GPU and NIC, as hwloc sees them.
+#pragma once
+
+#include <hwloc.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace ringmend::topo {
+
+// Fixed size and trivially copyable: ranks exchange it as raw bytes
+// (MPI_Allgather of MPI_BYTE), so it holds no pointers and no std::string.
+struct Location {
+  // hwloc logical indexes of the objects containing the binding; -1 when
+  // unknown, unbound, or when the binding spans several such objects.
+  std::int32_t package = -1, numa = -1, l3 = -1, core = -1;
+  // OS device names ("cuda0", "mlx5_0"), NUL-padded; empty when none. A name
+  // received from another rank is read up to its size, never past it.
+  char gpu[24] = {};
+  char nic[24] = {};
+
+  bool operator==(const Location&) const = default;
+};
+static_assert(std::is_trivially_copyable_v<Location> && std::is_standard_layout_v<Location>);
+static_assert(sizeof(Location) == 4 * sizeof(std::int32_t) + 48, "Location travels as raw bytes: no padding");
+
+// The location of a binding in a loaded topology (with I/O objects, for the
+// GPU and NIC). A null topology or an empty binding gives an all-unknown
+// Location. Never throws.
+Location locate(hwloc_topology_t topo, hwloc_const_cpuset_t binding) noexcept;
+
+// The location of the calling process: loads this machine's topology with
+// its important I/O devices and reads the process binding. An unbound process
+// (binding = the whole machine) is located by the CPU it last ran on, so that
+// package/NUMA/L3/core still say where it is. Loading a topology with I/O
+// discovery takes milliseconds: call it once per process, not per epoch.
+// Never throws; on any hwloc error returns an all-unknown Location.
+Location locate_self() noexcept;
+
+// One line: "pkg 0 numa 1 l3 1 core 5 gpu cuda0 nic mlx5_0"; unknown indexes
+// print as "?", missing devices are left out.
+std::string describe(const Location& where);
+
+}  // namespace ringmend::topo

@@ -1,0 +1,204 @@
+#include "transport/hier_allreduce.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+
+#include "transport/partition.hpp"
+#include "transport/recursive_doubling.hpp"
+#include "transport/reduce_kernels.hpp"
+#include "transport/wire_header.hpp"
+
+namespace ringmend::transport {
+namespace {
+
+enum Path : std::uint8_t { kOneShot = 1, kPipelined = 2 };
+
+WireHeader& descriptor(const ShmNode& node, int r, std::uint64_t call) {
+  return *reinterpret_cast<WireHeader*>(node.small_slot(r, call));
+}
+
+// Posts this rank's descriptor (and, on the one-shot path, its data) for
+// `call` and checks every node peer's against it.
+void post_and_check(ShmNode& node, const Hierarchy& h, const AllreduceArgs& a, Path path, std::uint64_t call,
+                    WaitContext& ctx) {
+  const int me = node.local();
+  // My slot of this parity was last read in call-2: wait until every peer
+  // has finished that call.
+  if (call > 2)
+    shm_wait(node, ctx, [&] { return node.all_at_least(&ShmRankControl::done, call - 2); });
+  WireHeader& mine = descriptor(node, me, call);
+  mine = WireHeader{};
+  mine.kind = CollectiveKind::Allreduce;
+  mine.type = a.type;
+  mine.op = a.op;
+  mine.seq = a.seq;
+  mine.count = a.count;
+  mine.reserved = path;
+  if (path == kOneShot) std::memcpy(node.small_data(me, call), a.input, a.count * size_of(a.type));
+  node.control(me).posted.publish(call);
+  shm_wait(node, ctx, [&] { return node.all_at_least(&ShmRankControl::posted, call); });
+  for (int r = 0; r < node.size(); ++r) {
+    if (r == me) continue;
+    const WireHeader& theirs = descriptor(node, r, call);
+    const int peer = h.local_ranks[static_cast<std::size_t>(r)];
+    if (std::string why = describe_mismatch(mine, theirs, peer); !why.empty()) throw Mismatch(why);
+    if (theirs.reserved != mine.reserved)
+      throw Mismatch("rank " + std::to_string(peer) +
+                     " chose another allreduce algorithm for the same call: RINGMEND_* settings differ "
+                     "across ranks");
+  }
+}
+
+void one_shot(ShmNode& node, Channel* inter, const Hierarchy& h, const AllreduceArgs& a, std::uint64_t call,
+              WaitContext& ctx) {
+  const int n = node.size();
+  const std::size_t bytes = a.count * size_of(a.type);
+  std::vector<const void*> srcs(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) srcs[static_cast<std::size_t>(r)] = node.small_data(r, call);
+  ctx.on_phase(Phase::ReduceScatter, 0);
+  reduce_many(a.output, srcs.data(), srcs.size(), a.count, a.type, a.op);
+  if (!h.multi_node()) return;
+  ctx.on_phase(Phase::Allgather, 0);
+  if (node.local() == 0) {
+    AllreduceArgs across = a;
+    across.input = a.output;
+    recursive_doubling_allreduce(*inter, h.leaders, across, ctx);
+    std::memcpy(node.result_slot(0, call), a.output, bytes);
+    node.control(0).result.publish(call);
+  } else {
+    shm_wait(node, ctx, [&] { return node.control(0).result.load() >= call; });
+    std::memcpy(a.output, node.result_slot(0, call), bytes);
+  }
+}
+
+void pipelined(ShmNode& node, Channel* inter, const Hierarchy& h, const AllreduceArgs& a, WaitContext& ctx,
+               const HierTuning& t) {
+  const std::size_t esize = size_of(a.type);
+  const std::size_t chunk_elems = node.layout().chunk_bytes / esize;
+  const std::size_t chunks = (a.count + chunk_elems - 1) / chunk_elems;
+  const std::size_t depth = node.layout().depth;
+  const int me = node.local();
+  const int n = node.size();
+  const bool multi = h.multi_node();
+  const int slices = multi ? h.rails : n;
+  const bool owner = me < slices;
+  const std::uint64_t g0 = node.chunks_used;
+  const auto* in = static_cast<const std::byte*>(a.input);
+  auto* out = static_cast<std::byte*>(a.output);
+
+  auto chunk_of = [&](std::size_t c) {
+    const std::size_t offset = c * chunk_elems;
+    return Range{offset, std::min(chunk_elems, a.count - offset)};
+  };
+  // Slice r of chunk c, relative to the chunk.
+  auto slice_of = [&](std::size_t c, int r) {
+    return split(chunk_of(c).count, static_cast<std::size_t>(slices), static_cast<std::size_t>(r));
+  };
+  std::vector<std::byte> stage;
+  if (multi && owner) stage.resize((chunk_elems / static_cast<std::size_t>(slices) + 1) * esize);
+  std::vector<const void*> srcs(static_cast<std::size_t>(n));
+
+  std::size_t next_in = 0, next_reduce = 0, next_out = 0;
+  ShmBackoff backoff(node, ctx);
+  std::optional<Interrupted> failure;
+  while (next_out < chunks) {
+    bool moved = false;
+    // Reduce my slice of the oldest chunk whose inputs are all there: peers
+    // wait for it, so it goes first.
+    if (next_reduce < next_in) {
+      const std::uint64_t g = g0 + next_reduce;
+      if (!owner) {
+        node.control(me).out_ready.publish(g + 1);
+        ++next_reduce;
+        moved = true;
+      } else if (node.all_at_least(&ShmRankControl::in_ready, g + 1)) {
+        ctx.on_phase(Phase::ReduceScatter, static_cast<int>(next_reduce));
+        const Range s = slice_of(next_reduce, me);
+        const std::size_t off = s.offset * esize;
+        // My own buffer first: on one node the slice is reduced in place.
+        srcs[0] = node.chunk(me, g) + off;
+        for (int r = 0, i = 1; r < n; ++r)
+          if (r != me) srcs[static_cast<std::size_t>(i++)] = node.chunk(r, g) + off;
+        if (!multi) {
+          reduce_many(node.chunk(me, g) + off, srcs.data(), srcs.size(), s.count, a.type, a.op);
+        } else if (s.count > 0) {
+          reduce_many(stage.data(), srcs.data(), srcs.size(), s.count, a.type, a.op);
+          AllreduceArgs across{stage.data(), node.chunk(me, g) + off, s.count, a.type, a.op, a.seq};
+          ring_allreduce(*inter, h.rail_ring, across, ctx, t.ring_chunk_bytes);
+        }
+        node.control(me).out_ready.publish(g + 1);
+        ++next_reduce;
+        moved = true;
+      }
+    }
+    // Copy the next input chunk in once every rank is done with the chunk
+    // that last used this buffer.
+    if (next_in < chunks && next_in < next_out + depth) {
+      const std::uint64_t g = g0 + next_in;
+      if (g < depth || node.all_at_least(&ShmRankControl::copied, g - depth + 1)) {
+        const Range c = chunk_of(next_in);
+        std::memcpy(node.chunk(me, g), in + c.offset * esize, c.count * esize);
+        node.control(me).in_ready.publish(g + 1);
+        ++next_in;
+        moved = true;
+      }
+    }
+    // Copy the chunk out once every slice of it is reduced.
+    if (next_out < next_reduce) {
+      const std::uint64_t g = g0 + next_out;
+      bool ready = true;
+      for (int r = 0; r < slices && ready; ++r) ready = node.control(r).out_ready.load() >= g + 1;
+      if (ready) {
+        ctx.on_phase(Phase::Allgather, static_cast<int>(next_out));
+        const Range c = chunk_of(next_out);
+        for (int r = 0; r < slices; ++r) {
+          const Range s = slice_of(next_out, r);
+          std::memcpy(out + (c.offset + s.offset) * esize, node.chunk(r, g) + s.offset * esize, s.count * esize);
+        }
+        node.control(me).copied.publish(g + 1);
+        ++next_out;
+        moved = true;
+      }
+    }
+    // A failure noticed while idle ends the call only if nothing can move
+    // any more (a peer may exit once it has done its part).
+    if (moved) {
+      backoff.reset();
+      failure.reset();
+    } else if (failure) {
+      throw *failure;
+    } else {
+      try {
+        backoff.idle();
+      } catch (const Interrupted& e) {
+        failure = e;
+      }
+    }
+  }
+  node.chunks_used = g0 + chunks;
+}
+
+}  // namespace
+
+void hierarchical_allreduce(ShmNode& node, Channel* inter, const Hierarchy& h, const AllreduceArgs& a,
+                            WaitContext& ctx, const HierTuning& t) {
+  if (h.multi_node() && inter == nullptr) throw std::logic_error("hierarchical allreduce across nodes without a channel");
+  try {
+    ctx.on_phase(Phase::Start, 0);
+    const std::size_t bytes = a.count * size_of(a.type);
+    const Path path = bytes <= std::min(t.small_bytes, node.layout().small_bytes) ? kOneShot : kPipelined;
+    const std::uint64_t call = ++node.calls;
+    post_and_check(node, h, a, path, call, ctx);
+    if (path == kOneShot) one_shot(node, inter, h, a, call, ctx);
+    else pipelined(node, inter, h, a, ctx, t);
+    node.control(node.local()).done.publish(call);
+    ctx.on_phase(Phase::End, 0);
+  } catch (...) {
+    if (inter) inter->abandon();  // nothing may write into this frame's buffers any more
+    throw;
+  }
+}
+
+}  // namespace ringmend::transport

@@ -1,0 +1,115 @@
+#include "transport/shm_node.hpp"
+
+#include <sched.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+namespace ringmend::transport {
+namespace {
+
+constexpr std::size_t align_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
+
+// Spins before the first yield (~tens of microseconds), and how often a
+// spinning / yielding rank polls for failures.
+constexpr unsigned kSpinsBeforeYield = 4096;
+constexpr unsigned kSpinCheckMask = 1023;
+constexpr unsigned kYieldCheckMask = 15;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+}  // namespace
+
+ShmLayout ShmLayout::make(int ranks, std::size_t chunk_bytes, std::size_t depth, std::size_t small_bytes) {
+  ShmLayout l;
+  l.ranks = ranks;
+  l.chunk_bytes = align_up(chunk_bytes, 64);
+  l.depth = depth;
+  l.small_bytes = align_up(small_bytes, 64);
+  const auto n = static_cast<std::size_t>(ranks);
+  l.control_offset = 0;
+  l.small_offset = align_up(n * sizeof(ShmRankControl), 4096);
+  l.result_offset = align_up(l.small_offset + n * 2 * (kSlotHeader + l.small_bytes), 4096);
+  l.chunk_offset = align_up(l.result_offset + n * 2 * l.small_bytes, 4096);
+  l.total = l.chunk_offset + n * depth * l.chunk_bytes;
+  return l;
+}
+
+ShmNode::ShmNode(ShmSegment segment, const ShmLayout& layout, int local, const std::vector<pid_t>& pids)
+    : segment_(std::move(segment)), layout_(layout), local_(local), watch_(pids) {
+  if (segment_.size() < layout_.total) throw std::logic_error("shared-memory segment smaller than its layout");
+}
+
+std::unique_ptr<ShmNode> ShmNode::open(const std::string& name, const ShmLayout& layout, int local,
+                                       const std::vector<pid_t>& pids, double timeout_seconds) {
+  if (local == 0) return std::make_unique<ShmNode>(ShmSegment::create(name, layout.total), layout, local, pids);
+  PeerWatch creator(std::vector<pid_t>{pids.at(0)});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  for (;;) {
+    if (auto segment = ShmSegment::attach(name, layout.total))
+      return std::make_unique<ShmNode>(std::move(*segment), layout, local, pids);
+    if (creator.exited() >= 0) throw std::runtime_error("shared memory " + name + ": its creator exited");
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error("shared memory " + name + ": not created within " +
+                               std::to_string(timeout_seconds) + " s");
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+ShmRankControl& ShmNode::control(int r) const {
+  auto* base = reinterpret_cast<ShmRankControl*>(segment_.data() + layout_.control_offset);
+  return base[r];
+}
+
+std::byte* ShmNode::small_slot(int r, std::uint64_t call) const {
+  const std::size_t slot = ShmLayout::kSlotHeader + layout_.small_bytes;
+  return segment_.data() + layout_.small_offset + (static_cast<std::size_t>(r) * 2 + call % 2) * slot;
+}
+
+std::byte* ShmNode::result_slot(int r, std::uint64_t call) const {
+  return segment_.data() + layout_.result_offset +
+         (static_cast<std::size_t>(r) * 2 + call % 2) * layout_.small_bytes;
+}
+
+std::byte* ShmNode::chunk(int r, std::uint64_t global_chunk) const {
+  return segment_.data() + layout_.chunk_offset +
+         (static_cast<std::size_t>(r) * layout_.depth + global_chunk % layout_.depth) * layout_.chunk_bytes;
+}
+
+bool ShmNode::all_at_least(ShmCounter ShmRankControl::*counter, std::uint64_t value) const {
+  for (int r = 0; r < layout_.ranks; ++r)
+    if ((control(r).*counter).load() < value) return false;
+  return true;
+}
+
+void ShmNode::check_peers() const {
+  if (int i = watch_.exited(); i >= 0)
+    throw Interrupted("shared memory: local rank " + std::to_string(i) + " (" + watch_.describe_exit(i) + ")");
+}
+
+void ShmBackoff::idle() {
+  ++spins_;
+  if (spins_ < kSpinsBeforeYield) {
+    cpu_relax();
+    if ((spins_ & kSpinCheckMask) == 0) {
+      node_.check_peers();
+      ctx_.check();
+    }
+    return;
+  }
+  sched_yield();
+  if ((spins_ & kYieldCheckMask) == 0) {
+    node_.check_peers();
+    ctx_.check();
+  }
+}
+
+}  // namespace ringmend::transport

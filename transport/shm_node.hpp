@@ -1,0 +1,124 @@
+// The ranks of one node, attached to one shared-memory segment per
+// communicator epoch: the layout of that segment and how ranks wait on it.
+//
+// Every rank owns a control block of counters (each on its own cache-line
+// pair, so that a rank spinning on one counter does not steal the line a
+// peer is writing), two small slots (descriptor + inline data, alternating
+// by call parity) and `depth` chunk buffers for the pipelined path. Counters
+// only grow within an epoch; a new epoch gets a new, zeroed segment.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/peer_watch.hpp"
+#include "transport/progress.hpp"
+#include "transport/shm_segment.hpp"
+
+namespace ringmend::transport {
+
+struct alignas(128) ShmCounter {
+  std::atomic<std::uint64_t> value{0};
+  std::uint64_t load() const { return value.load(std::memory_order_acquire); }
+  void publish(std::uint64_t v) { value.store(v, std::memory_order_release); }
+};
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "counters must be usable across processes");
+
+struct ShmRankControl {
+  ShmCounter posted;     // last call whose descriptor (and inline data) is in the small slot
+  ShmCounter done;       // last call this rank finished
+  ShmCounter in_ready;   // input chunks copied into this rank's chunk buffers (cumulative)
+  ShmCounter out_ready;  // chunks whose slice this rank has reduced (cumulative)
+  ShmCounter copied;     // chunks this rank has copied out (cumulative)
+  ShmCounter result;     // leader: last call whose node-wide result is in its result slot
+};
+
+struct ShmLayout {
+  int ranks = 0;
+  std::size_t chunk_bytes = 0;    // one pipeline chunk
+  std::size_t depth = 0;          // chunk buffers per rank
+  std::size_t small_bytes = 0;    // inline data capacity of a small slot
+  static constexpr std::size_t kSlotHeader = 64;  // descriptor, padded
+
+  std::size_t control_offset = 0, small_offset = 0, result_offset = 0, chunk_offset = 0, total = 0;
+
+  static ShmLayout make(int ranks, std::size_t chunk_bytes, std::size_t depth, std::size_t small_bytes);
+};
+
+class ShmNode {
+ public:
+  // `pids[i]` is the process of local rank i (watched for exits).
+  ShmNode(ShmSegment segment, const ShmLayout& layout, int local, const std::vector<pid_t>& pids);
+
+  // Opens the node's segment `name`: local rank 0 creates it, the others
+  // attach, retrying for up to `timeout_seconds` while local rank 0 lives.
+  // Throws std::runtime_error saying why it failed. The caller removes the
+  // name (ShmSegment::unlink_name) once every local rank has attached.
+  static std::unique_ptr<ShmNode> open(const std::string& name, const ShmLayout& layout, int local,
+                                       const std::vector<pid_t>& pids, double timeout_seconds);
+
+  int local() const { return local_; }
+  int size() const { return layout_.ranks; }
+  const ShmLayout& layout() const { return layout_; }
+
+  ShmRankControl& control(int r) const;
+  std::byte* small_slot(int r, std::uint64_t call) const;  // descriptor at offset 0
+  std::byte* small_data(int r, std::uint64_t call) const { return small_slot(r, call) + ShmLayout::kSlotHeader; }
+  std::byte* result_slot(int r, std::uint64_t call) const;
+  std::byte* chunk(int r, std::uint64_t global_chunk) const;
+
+  // True when `counter` of every local rank is at least `value`.
+  bool all_at_least(ShmCounter ShmRankControl::*counter, std::uint64_t value) const;
+
+  // Throws Interrupted if a process of this node has exited.
+  void check_peers() const;
+
+  std::uint64_t calls = 0;        // shared-memory collectives started in this epoch
+  std::uint64_t chunks_used = 0;  // pipeline chunks used so far in this epoch
+
+ private:
+  ShmSegment segment_;
+  ShmLayout layout_;
+  int local_;
+  PeerWatch watch_;
+};
+
+// Idle strategy of every shared-memory wait: spin briefly (the common case
+// is a peer a few hundred nanoseconds behind), then yield the core (ranks
+// may outnumber cores), and poll for failures all along so that no wait
+// outlives a dead peer or a revoked communicator.
+class ShmBackoff {
+ public:
+  ShmBackoff(const ShmNode& node, WaitContext& ctx) : node_(node), ctx_(ctx) {}
+  void idle();
+  void reset() { spins_ = 0; }
+
+ private:
+  const ShmNode& node_;
+  WaitContext& ctx_;
+  unsigned spins_ = 0;
+};
+
+// Waits until ready() holds. A peer that exits once it has done its part is
+// not a failure of this wait: the condition is tested again before giving up.
+template <class Ready>
+void shm_wait(const ShmNode& node, WaitContext& ctx, Ready ready) {
+  if (ready()) return;
+  ShmBackoff backoff(node, ctx);
+  while (!ready()) {
+    try {
+      backoff.idle();
+    } catch (const Interrupted&) {
+      if (ready()) return;
+      throw;
+    }
+  }
+}
+
+}  // namespace ringmend::transport

@@ -1,0 +1,93 @@
+#include "transport/shm_segment.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+namespace ringmend::transport {
+namespace {
+
+[[noreturn]] void fail(const std::string& what, const std::string& name, int err) {
+  throw std::runtime_error("shared memory " + name + ": " + what + ": " + std::strerror(err));
+}
+
+// Closes a descriptor on every path out of a function.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+ShmSegment::ShmSegment(std::string name, std::byte* data, std::size_t bytes, bool owner)
+    : name_(std::move(name)), data_(data), bytes_(bytes), linked_(owner) {}
+
+ShmSegment::~ShmSegment() { release(); }
+
+ShmSegment::ShmSegment(ShmSegment&& other) noexcept
+    : name_(std::move(other.name_)),
+      data_(std::exchange(other.data_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      linked_(std::exchange(other.linked_, false)) {}
+
+ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
+  if (this != &other) {
+    release();
+    name_ = std::move(other.name_);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    linked_ = std::exchange(other.linked_, false);
+  }
+  return *this;
+}
+
+void ShmSegment::release() {
+  unlink();
+  if (data_) ::munmap(data_, bytes_);
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+void ShmSegment::unlink() {
+  if (linked_) ::shm_unlink(name_.c_str());
+  linked_ = false;
+}
+
+void ShmSegment::unlink_name(const std::string& name) { ::shm_unlink(name.c_str()); }
+
+ShmSegment ShmSegment::create(const std::string& name, std::size_t bytes) {
+  Fd f{::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600)};
+  if (f.fd < 0) fail("shm_open(create)", name, errno);
+  ShmSegment unlink_on_error(name, nullptr, 0, true);
+  if (::ftruncate(f.fd, static_cast<off_t>(bytes)) != 0) fail("ftruncate", name, errno);
+  if (int rc = ::posix_fallocate(f.fd, 0, static_cast<off_t>(bytes)); rc != 0)
+    fail("reserving " + std::to_string(bytes) + " bytes (is /dev/shm full?)", name, rc);
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
+  if (p == MAP_FAILED) fail("mmap", name, errno);
+  unlink_on_error.linked_ = false;
+  return ShmSegment(name, static_cast<std::byte*>(p), bytes, true);
+}
+
+std::optional<ShmSegment> ShmSegment::attach(const std::string& name, std::size_t bytes) {
+  Fd f{::shm_open(name.c_str(), O_RDWR, 0600)};
+  if (f.fd < 0) {
+    if (errno == ENOENT) return std::nullopt;
+    fail("shm_open(attach)", name, errno);
+  }
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) fail("fstat", name, errno);
+  if (static_cast<std::size_t>(st.st_size) < bytes) return std::nullopt;  // creator still sizing it
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
+  if (p == MAP_FAILED) fail("mmap", name, errno);
+  return ShmSegment(name, static_cast<std::byte*>(p), bytes, false);
+}
+
+}  // namespace ringmend::transport

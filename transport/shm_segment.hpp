@@ -1,0 +1,53 @@
+// A POSIX shared-memory segment mapped into this process (RAII).
+//
+// One rank of a node creates the segment; the others attach to it by name.
+// The name is removed (shm_unlink) as soon as every rank has attached, so
+// nothing is left in /dev/shm even if all ranks are later SIGKILLed: the
+// memory lives exactly as long as the last mapping.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace ringmend::transport {
+
+class ShmSegment {
+ public:
+  ShmSegment() = default;
+  ~ShmSegment();
+  ShmSegment(ShmSegment&& other) noexcept;
+  ShmSegment& operator=(ShmSegment&& other) noexcept;
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+
+  // Creates `name` with `bytes` of zeroed memory, reserved up front so that a
+  // full /dev/shm is an error here rather than a SIGBUS later. Throws
+  // std::runtime_error saying why on failure.
+  static ShmSegment create(const std::string& name, std::size_t bytes);
+
+  // Maps an existing segment of at least `bytes`; nullopt while it does not
+  // exist yet or is still being sized by its creator. Throws on other errors.
+  static std::optional<ShmSegment> attach(const std::string& name, std::size_t bytes);
+
+  // Removes the name (idempotent; the mapping stays valid).
+  void unlink();
+  // Removes `name` if it exists: for a segment whose creator may have died.
+  static void unlink_name(const std::string& name);
+
+  std::byte* data() const { return data_; }
+  std::size_t size() const { return bytes_; }
+  const std::string& name() const { return name_; }
+  explicit operator bool() const { return data_ != nullptr; }
+
+ private:
+  ShmSegment(std::string name, std::byte* data, std::size_t bytes, bool owner);
+  void release();
+
+  std::string name_;
+  std::byte* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  bool linked_ = false;  // this process created the name and has not removed it
+};
+
+}  // namespace ringmend::transport
