@@ -140,12 +140,27 @@ std::string Communicator::Impl::validate(const CollectiveCall& c) const {
 
 void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq) {
   const std::size_t bytes = c.bytes();
+  // On one node, out of place, the result goes straight into the caller's
+  // buffer and nothing is retained: there, a survivor that finished a call
+  // implies that every slice of it was reduced, so every other survivor
+  // finishes it too and nobody ever needs a catch-up. (In place, the input
+  // must stay untouched until the call completes, for a re-execution.)
+  if (c.kind == transport::CollectiveKind::Allreduce && shm_node_ && !hierarchy_.multi_node() &&
+      c.input != c.output) {
+    transport::AllreduceArgs a{c.input, c.output, c.count, c.type, c.op, call_seq};
+    transport::hierarchical_allreduce(*shm_node_, nullptr, hierarchy_, a, *this,
+                                      {config_.small_bytes, config_.chunk_bytes});
+    retained_seq_[call_seq % 2] = 0;
+    return;
+  }
   auto& out = scratch_for(call_seq, bytes);
   if (c.kind == transport::CollectiveKind::Allreduce) {
     transport::AllreduceArgs a{c.input, out.data(), c.count, c.type, c.op, call_seq};
     if (shm_node_)
       transport::hierarchical_allreduce(*shm_node_, channel_.get(), hierarchy_, a, *this,
                                         {config_.small_bytes, config_.chunk_bytes});
+    else if (bytes <= config_.small_bytes)
+      transport::recursive_doubling_allreduce(*channel_, ring_, a, *this);
     else
       transport::ring_allreduce(*channel_, ring_, a, *this, config_.chunk_bytes);
   } else {
@@ -375,7 +390,8 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
     per_rank[i].assign(addresses.begin() + displs[i], addresses.begin() + displs[i] + counts[i]);
   }
   // Endpoints to every peer this rank exchanges with: ring neighbours (flat
-  // ring and rail ring) and, for a node leader, the other leaders.
+  // ring and rail ring) and its recursive-doubling partners (among the node
+  // leaders, or among all ranks on the flat path).
   std::vector<int> peers;
   auto add_neighbours = [&](const std::vector<int>& ring) {
     const auto n = ring.size();
@@ -385,11 +401,12 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
     peers.push_back(ring[(pos + n - 1) % n]);
   };
   add_neighbours(ring_);
+  auto add = [&](const std::vector<int>& more) { peers.insert(peers.end(), more.begin(), more.end()); };
   if (shm_node_) {
     add_neighbours(hierarchy_.rail_ring);
-    if (plan.local == 0)
-      for (int leader : hierarchy_.leaders)
-        if (leader != rank) peers.push_back(leader);
+    add(transport::recursive_doubling_peers(hierarchy_.leaders, rank));
+  } else {
+    add(transport::recursive_doubling_peers(ring_, rank));  // the flat latency path
   }
   std::sort(peers.begin(), peers.end());
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());

@@ -1,4 +1,5 @@
 // The Runtime: MPI start-up and a bounded shutdown.
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -53,6 +54,12 @@ void bounded(double seconds, const char* what, F&& work) {
 
 Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_unique<Impl>()) {
   impl_->config = options.read_environment ? Config::from_environment() : Config{};
+  // A dead peer leaves TCP connections behind (Open MPI's btl/tcp forwarding
+  // a revoke, UCX): writing to one raises SIGPIPE, whose default action
+  // would kill this survivor. A fault-tolerant process takes EPIPE as an
+  // error instead. An application's own SIGPIPE handler is left alone.
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {

@@ -19,6 +19,12 @@
 //
 // One node: shared memory only. The runtime uses the flat UCX ring instead
 // when every node holds a single rank.
+//
+// Failures: every wait polls the node peers' pidfds and the runtime's
+// WaitContext. A failure noticed while waiting ends the call only when
+// nothing can progress any more, so on one node the call completes
+// everywhere or nowhere: once any rank has finished, every slice is
+// reduced and every other live rank can finish too.
 #pragma once
 
 #include <cstddef>

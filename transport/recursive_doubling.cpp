@@ -21,7 +21,7 @@ class Exchange {
 
   void send(int peer, const void* data) {
     Piece p[2] = {{&mine_, sizeof mine_}, {const_cast<void*>(data), bytes()}};
-    Channel::Op op = ch_.send(peer, kTagSmall, p);
+    Channel::Op op = ch_.send(peer, kTagHeader, p);
     if (wait_for(ch_, op, ctx_) != OpState::Done)
       throw Interrupted("transport: send to rank " + std::to_string(peer) + " failed");
   }
@@ -31,7 +31,7 @@ class Exchange {
     WireHeader theirs{};
     Piece p[2] = {{&theirs, sizeof theirs}, {into, bytes()}};
     std::size_t got = 0;
-    Channel::Op op = ch_.recv(peer, kTagSmall, p);
+    Channel::Op op = ch_.recv(peer, kTagHeader, p);
     OpState st = wait_for(ch_, op, ctx_, &got);
     if (std::string why = describe_mismatch(mine_, theirs, peer); !why.empty()) throw Mismatch(why);
     if (st != OpState::Done || got != sizeof theirs + bytes())
@@ -45,8 +45,8 @@ class Exchange {
     WireHeader theirs{};
     Piece s[2] = {{&mine_, sizeof mine_}, {const_cast<void*>(data), bytes()}};
     Piece r[2] = {{&theirs, sizeof theirs}, {into, bytes()}};
-    Channel::Op send_op = ch_.send(peer, kTagSmall, s);
-    Channel::Op recv_op = ch_.recv(peer, kTagSmall, r);
+    Channel::Op send_op = ch_.send(peer, kTagHeader, s);
+    Channel::Op recv_op = ch_.recv(peer, kTagHeader, r);
     std::size_t got = 0;
     OpState st = wait_for(ch_, recv_op, ctx_, &got);
     if (std::string why = describe_mismatch(mine_, theirs, peer); !why.empty()) throw Mismatch(why);
@@ -66,6 +66,20 @@ class Exchange {
   WireHeader mine_{};
 };
 
+// The schedule: a non-power-of-two group folds its first 2*extra ranks in
+// pairs, then the pow2 remaining "virtual" ranks exchange across each bit.
+struct Schedule {
+  std::size_t n, me, pow2, extra;
+  explicit Schedule(std::size_t size, std::size_t index) : n(size), me(index), pow2(1) {
+    while (pow2 * 2 <= n) pow2 *= 2;
+    extra = n - pow2;
+  }
+  bool folded_away() const { return me < 2 * extra && me % 2 == 0; }  // hands its data to me+1
+  bool folds_in() const { return me < 2 * extra && me % 2 == 1; }     // takes me-1's data
+  std::size_t virt() const { return me < 2 * extra ? me / 2 : me - extra; }
+  std::size_t real(std::size_t v) const { return v < extra ? 2 * v + 1 : v + extra; }
+};
+
 void run(Channel& ch, const std::vector<int>& group, const AllreduceArgs& a, WaitContext& ctx) {
   const std::size_t n = group.size();
   const std::size_t bytes = a.count * size_of(a.type);
@@ -73,9 +87,7 @@ void run(Channel& ch, const std::vector<int>& group, const AllreduceArgs& a, Wai
   if (out != a.input) std::memcpy(out, a.input, bytes);
   if (n == 1) return;
   const std::size_t me = static_cast<std::size_t>(std::find(group.begin(), group.end(), ch.rank()) - group.begin());
-  std::size_t pow2 = 1;
-  while (pow2 * 2 <= n) pow2 *= 2;
-  const std::size_t extra = n - pow2;
+  const Schedule sched(n, me);
   Exchange x(ch, a, ctx);
   std::vector<std::byte> theirs(bytes);
 
@@ -91,26 +103,36 @@ void run(Channel& ch, const std::vector<int>& group, const AllreduceArgs& a, Wai
 
   // Fold: among the first 2*extra ranks, even ones hand their data to the
   // next odd one and wait for the result.
-  if (me < 2 * extra && me % 2 == 0) {
+  if (sched.folded_away()) {
     x.send(group[me + 1], out);
     x.recv(group[me + 1], out);
     return;
   }
-  if (me < 2 * extra) {
+  if (sched.folds_in()) {
     x.recv(group[me - 1], theirs.data());
     combine(false);
   }
-  const std::size_t virt = me < 2 * extra ? me / 2 : me - extra;
-  auto real = [&](std::size_t v) { return v < extra ? 2 * v + 1 : v + extra; };
-  for (std::size_t mask = 1; mask < pow2; mask <<= 1) {
+  const std::size_t virt = sched.virt();
+  for (std::size_t mask = 1; mask < sched.pow2; mask <<= 1) {
     const std::size_t partner = virt ^ mask;
-    x.swap(group[real(partner)], out, theirs.data());
+    x.swap(group[sched.real(partner)], out, theirs.data());
     combine(virt < partner);
   }
-  if (me < 2 * extra) x.send(group[me - 1], out);
+  if (sched.folds_in()) x.send(group[me - 1], out);
 }
 
 }  // namespace
+
+std::vector<int> recursive_doubling_peers(const std::vector<int>& group, int me) {
+  const auto it = std::find(group.begin(), group.end(), me);
+  if (it == group.end() || group.size() < 2) return {};
+  const Schedule sched(group.size(), static_cast<std::size_t>(it - group.begin()));
+  if (sched.folded_away()) return {group[sched.me + 1]};
+  std::vector<int> peers;
+  if (sched.folds_in()) peers.push_back(group[sched.me - 1]);
+  for (std::size_t mask = 1; mask < sched.pow2; mask <<= 1) peers.push_back(group[sched.real(sched.virt() ^ mask)]);
+  return peers;
+}
 
 void recursive_doubling_allreduce(Channel& ch, const std::vector<int>& group, const AllreduceArgs& args,
                                   WaitContext& ctx) {

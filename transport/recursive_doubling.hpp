@@ -20,4 +20,8 @@ namespace ringmend::transport {
 void recursive_doubling_allreduce(Channel& ch, const std::vector<int>& group, const AllreduceArgs& args,
                                   WaitContext& ctx);
 
+// The channel ranks `me` exchanges with in a recursive doubling over
+// `group` (to create endpoints to exactly those).
+std::vector<int> recursive_doubling_peers(const std::vector<int>& group, int me);
+
 }  // namespace ringmend::transport

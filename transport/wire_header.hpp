@@ -26,10 +26,12 @@ struct WireHeader {
 };
 static_assert(sizeof(WireHeader) == 32);
 
-// Algorithm tags (the channel adds epoch and source).
+// Algorithm tags (the channel adds epoch and source). The latency paths send
+// header and data as one message under kTagHeader, so that a rank taking
+// another path for the same call (counts differ) receives a message of the
+// wrong size and reports the mismatch instead of waiting.
 inline constexpr std::uint32_t kTagHeader = 1;
 inline constexpr std::uint32_t kTagData = 2;
-inline constexpr std::uint32_t kTagSmall = 3;  // header + data in one message (latency paths)
 
 // Empty when `theirs` matches `mine`; otherwise what differs, for the error.
 std::string describe_mismatch(const WireHeader& mine, const WireHeader& theirs, int peer);

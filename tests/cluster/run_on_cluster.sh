@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Runs an MPI program across the local Slurm cluster (scripts/cluster.sh) with
+# ULFM fault tolerance on: `mpirun` with the arguments of
+# ulfm/ft_mpirun_args.txt inside `salloc -N <nodes>`, with a given number of
+# ranks on each node (ranks are numbered node by node).
+#
+#   run_on_cluster.sh [-t SECONDS] [-x VAR=VALUE]... [--expect-passed N] LAYOUT program [args...]
+#
+#   LAYOUT            ranks per node, comma-separated: 2,2  3,3  3,1 (one entry per node)
+#   -t SECONDS        limit for the whole job, allocation included (default 120)
+#   -x VAR=VALUE      environment variable for every rank
+#   --expect-passed N check the output with tests/mpi/expect_passed.sh: N ranks
+#                     print "TEST PASSED", none "TEST FAILED", exit status 0
+#
+# Environment: SLURM_CONF (default $RINGMEND_CLUSTER_DIR/slurm.conf, that is
+# /tmp/ringmend-cluster/slurm.conf), MPIEXEC (the ULFM mpirun; default mpirun
+# on PATH). Exits 77 (skipped) when Slurm is not installed.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/../.." && pwd)
+export SLURM_CONF=${SLURM_CONF:-${RINGMEND_CLUSTER_DIR:-/tmp/ringmend-cluster}/slurm.conf}
+
+# Second stage, inside the allocation: place the ranks and start mpirun.
+if [ "${1:-}" = "--inside" ]; then
+  shift
+  limit=$1 layout=$2
+  shift 2
+  envs=()
+  while [ "${1:-}" = "-x" ]; do envs+=(-x "$2"); shift 2; done
+  mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
+  IFS=, read -r -a counts <<<"$layout"
+  hosts="" np=0
+  for i in "${!counts[@]}"; do
+    hosts+="${hosts:+,}${nodes[$i]}:${counts[$i]}"
+    np=$((np + counts[i]))
+  done
+  echo "run_on_cluster: job $SLURM_JOB_ID, $np ranks, --host $hosts"
+  # --map-by slot with per-host slot counts puts exactly counts[i] ranks on
+  # node i; the default mapping (by core, with --oversubscribe) would put
+  # every rank on the first node.
+  exec timeout -k 5 "$limit" "$top/scripts/ft-mpirun" --oversubscribe --map-by slot --host "$hosts" -np "$np" \
+    "${envs[@]}" "$@"
+fi
+
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+limit=120 expect="" envs=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -t) limit=$2; shift 2 ;;
+    -x) envs+=(-x "$2"); shift 2 ;;
+    --expect-passed) expect=$2; shift 2 ;;
+    -h | --help) usage ;;
+    -*) echo "run_on_cluster: unknown option '$1'" >&2; usage ;;
+    *) break ;;
+  esac
+done
+[ $# -ge 2 ] || usage
+layout=$1
+[[ "$layout" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "run_on_cluster: bad layout '$layout' (e.g. 3,1)" >&2; exit 2; }
+shift
+
+for c in salloc sinfo scontrol; do
+  if ! command -v "$c" >/dev/null 2>&1; then
+    echo "run_on_cluster: SKIPPED: Slurm is not installed ('$c' not found); run scripts/bootstrap.sh --with-cluster-tools"
+    exit 77
+  fi
+done
+IFS=, read -r -a counts <<<"$layout"
+nnodes=${#counts[@]}
+if ! have=$(timeout -k 2 10 sinfo -h -N -o '%N' 2>/dev/null | sort -u | wc -l); then
+  echo "run_on_cluster: no Slurm cluster answers (SLURM_CONF=$SLURM_CONF); start it with scripts/cluster.sh start" >&2
+  exit 1
+fi
+if [ "$have" -lt "$nnodes" ]; then
+  echo "run_on_cluster: the cluster (SLURM_CONF=$SLURM_CONF) has $have nodes, the layout needs $nnodes" >&2
+  exit 1
+fi
+
+if [ -n "$expect" ]; then
+  opts=(-t "$limit")
+  for e in "${envs[@]}"; do [ "$e" = -x ] || opts+=(-x "$e"); done
+  exec "$top/tests/mpi/expect_passed.sh" "$expect" "$0" "${opts[@]}" "$layout" "$@"
+fi
+
+max=0
+for c in "${counts[@]}"; do [ "$c" -gt "$max" ] && max=$c; done
+# --overcommit: more ranks than the node's CPUs must not pend; --immediate:
+# give up if the nodes are busy; the outer timeout is the backstop for all.
+exec timeout -k 5 "$limit" salloc -N "$nnodes" --ntasks-per-node="$max" --overcommit --immediate=30 \
+  --time=$(((limit + 59) / 60 + 1)) -J ringmend-cluster-test --quiet \
+  "$0" --inside "$((limit > 20 ? limit - 10 : limit))" "$layout" "${envs[@]}" "$@"
