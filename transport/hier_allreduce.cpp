@@ -117,12 +117,16 @@ void pipelined(ShmNode& node, Channel* inter, const Hierarchy& h, const Allreduc
         ctx.on_phase(Phase::ReduceScatter, static_cast<int>(next_reduce));
         const Range s = slice_of(next_reduce, me);
         const std::size_t off = s.offset * esize;
-        // My own buffer first: on one node the slice is reduced in place.
-        srcs[0] = node.chunk(me, g) + off;
+        const std::size_t at = (chunk_of(next_reduce).offset + s.offset) * esize;  // in the message
+        // My own contribution straight from my input (it was never copied
+        // in), the peers' from their buffers, in a fixed order.
+        srcs[0] = in + at;
         for (int r = 0, i = 1; r < n; ++r)
           if (r != me) srcs[static_cast<std::size_t>(i++)] = node.chunk(r, g) + off;
         if (!multi) {
-          reduce_many(node.chunk(me, g) + off, srcs.data(), srcs.size(), s.count, a.type, a.op);
+          // Into my output, then (still in cache) into my buffer for the peers.
+          reduce_many(out + at, srcs.data(), srcs.size(), s.count, a.type, a.op);
+          std::memcpy(node.chunk(me, g) + off, out + at, s.count * esize);
         } else if (s.count > 0) {
           reduce_many(stage.data(), srcs.data(), srcs.size(), s.count, a.type, a.op);
           AllreduceArgs across{stage.data(), node.chunk(me, g) + off, s.count, a.type, a.op, a.seq};
@@ -139,7 +143,11 @@ void pipelined(ShmNode& node, Channel* inter, const Hierarchy& h, const Allreduc
       const std::uint64_t g = g0 + next_in;
       if (g < depth || node.all_at_least(&ShmRankControl::copied, g - depth + 1)) {
         const Range c = chunk_of(next_in);
-        std::memcpy(node.chunk(me, g), in + c.offset * esize, c.count * esize);
+        // The peers need my input except the slice I reduce myself.
+        const Range mine = owner ? slice_of(next_in, me) : Range{c.count, 0};
+        std::memcpy(node.chunk(me, g), in + c.offset * esize, mine.offset * esize);
+        const std::size_t rest = mine.offset + mine.count;
+        std::memcpy(node.chunk(me, g) + rest * esize, in + (c.offset + rest) * esize, (c.count - rest) * esize);
         node.control(me).in_ready.publish(g + 1);
         ++next_in;
         moved = true;
@@ -154,6 +162,7 @@ void pipelined(ShmNode& node, Channel* inter, const Hierarchy& h, const Allreduc
         ctx.on_phase(Phase::Allgather, static_cast<int>(next_out));
         const Range c = chunk_of(next_out);
         for (int r = 0; r < slices; ++r) {
+          if (r == me && !multi) continue;  // reduced straight into my output
           const Range s = slice_of(next_out, r);
           std::memcpy(out + (c.offset + s.offset) * esize, node.chunk(r, g) + s.offset * esize, s.count * esize);
         }

@@ -10,12 +10,14 @@
 //    recursive doubling over UCX and hand the result back through shared
 //    memory.
 //  * large: pipelined over chunks. Each rank copies a chunk of its input
-//    into its chunk buffer; the rank owning slice i of the chunk reduces it
-//    from every peer's buffer in one pass (reduce-scatter fused into the
-//    read); with several nodes, slice i is all-reduced across nodes on rail
-//    i (local rank i of every node) by the pipelined UCX ring; then every
-//    rank copies all slices out (allgather). Chunks flow through `depth`
-//    buffers, so a rank copies chunk c+1 in while peers still reduce chunk c.
+//    into its chunk buffer, except the slice it reduces itself; the rank
+//    owning slice i of the chunk reduces it from its own input and every
+//    peer's buffer in one pass (reduce-scatter fused into the read); with
+//    several nodes, slice i is all-reduced across nodes on rail i (local
+//    rank i of every node) by the pipelined UCX ring; then every rank copies
+//    the other slices out (allgather). On one node the owner reduces
+//    straight into its output. Chunks flow through `depth` buffers, so a
+//    rank copies chunk c+1 in while peers still reduce chunk c.
 //
 // One node: shared memory only. The runtime uses the flat UCX ring instead
 // when every node holds a single rank.
