@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 
 namespace ringmend::transport {
@@ -24,9 +26,36 @@ struct UcxChannel::Request {
   bool is_recv = false;
 };
 
+namespace {
+
+bool has_rdma_devices() {
+  std::error_code ec;
+  std::filesystem::directory_iterator it("/sys/class/infiniband", ec);
+  return !ec && it != std::filesystem::directory_iterator();
+}
+
+// Defaults for UCX over TCP, each applied only when the user has not set
+// the variable. Measured with bench/ringmend_p2p_bw on TCP: UCX 1.13's
+// rendezvous protocol over TCP and its 8 KiB send segments reach 0.25-0.5
+// GB/s where eager messages in 64 KiB segments reach 2-4 GB/s. The
+// collectives pre-post their receives a window ahead, so eager messages
+// arrive expected. With RDMA devices present, UCX's rendezvous (zero-copy)
+// stays as it is.
+void apply_tcp_defaults(ucp_config_t* config) {
+  auto set = [config](const char* name, const char* value) {
+    if (std::getenv((std::string("UCX_") + name).c_str()) == nullptr) ucp_config_modify(config, name, value);
+  };
+  set("TCP_TX_SEG_SIZE", "64k");
+  set("TCP_RX_SEG_SIZE", "64k");
+  if (!has_rdma_devices()) set("RNDV_THRESH", "inf");
+}
+
+}  // namespace
+
 UcxContext::UcxContext() {
   ucp_config_t* config = nullptr;
   check(ucp_config_read(nullptr, nullptr, &config), "reading configuration");
+  apply_tcp_defaults(config);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_TAG;
