@@ -57,8 +57,8 @@ std::size_t CollectiveCall::bytes() const {
 }
 
 Communicator::Impl::Impl(const Config& config, bool fault_tolerant, transport::UcxContext& ucx,
-                         MPI_Comm parent)
-    : config_(config), fault_tolerant_(fault_tolerant), ucx_(ucx) {
+                         MPI_Comm parent, const topo::Location& where)
+    : config_(config), fault_tolerant_(fault_tolerant), ucx_(ucx), where_(where) {
   MPI_Comm dup = MPI_COMM_NULL;
   if (int rc = MPI_Comm_dup(parent, &dup); rc != MPI_SUCCESS)
     throw Error(Errc::Internal, "MPI_Comm_dup failed: " + ulfm::error_string(rc));
@@ -68,7 +68,6 @@ Communicator::Impl::Impl(const Config& config, bool fault_tolerant, transport::U
   MPI_Comm_size(dup, &size);
   MPI_Comm_rank(MPI_COMM_WORLD, &my_world_rank_);
   faults_ = FaultInjector(parse_fault_spec(config_.fault_spec), my_world_rank_, config_.fault_record);
-  where_ = topo::locate_self();
 
   MemberState mine;
   mine.seq = 1;

@@ -50,7 +50,8 @@ struct CollectiveCall {
 };
 
 struct Communicator::Impl final : transport::WaitContext {
-  Impl(const Config& config, bool fault_tolerant, transport::UcxContext& ucx, MPI_Comm parent);
+  Impl(const Config& config, bool fault_tolerant, transport::UcxContext& ucx, MPI_Comm parent,
+       const topo::Location& where);
   ~Impl() override;
 
   CollectiveResult run(const CollectiveCall& call);

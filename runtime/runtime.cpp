@@ -87,9 +87,12 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (!impl_->fault_tolerant && rank == 0) std::fprintf(stderr, "[ringmend] %s\n", impl_->ft_status.c_str());
-  impl_->ucx = std::make_unique<transport::UcxContext>();
-  impl_->world.reset(new Communicator(
-      std::make_unique<Communicator::Impl>(impl_->config, impl_->fault_tolerant, *impl_->ucx, MPI_COMM_WORLD)));
+  // Where this process runs (read once: loading hwloc's topology takes
+  // milliseconds), and the NIC nearest to it for UCX when there are several.
+  const topo::Self self = topo::inspect_self();
+  impl_->ucx = std::make_unique<transport::UcxContext>(self.ucx_net_device);
+  impl_->world.reset(new Communicator(std::make_unique<Communicator::Impl>(
+      impl_->config, impl_->fault_tolerant, *impl_->ucx, MPI_COMM_WORLD, self.where)));
 }
 
 Runtime::~Runtime() {

@@ -53,7 +53,7 @@ Location locate(hwloc_topology_t topo, hwloc_const_cpuset_t binding) noexcept {
   return where;
 }
 
-Location locate_self() noexcept {
+Self inspect_self() noexcept {
   try {
     std::string error;
     const Topology topo =
@@ -65,7 +65,29 @@ Location locate_self() noexcept {
     // Unbound (or binding unreadable): the CPU last run on is where the
     // process is now, and where the scheduler tends to keep it.
     if (!bound && hwloc_get_last_cpu_location(topo.get(), binding.get(), 0) != 0) return {};
-    return locate(topo.get(), binding.get());
+    Self self;
+    self.where = locate(topo.get(), binding.get());
+    self.ucx_net_device = ucx_net_device(topo.get(), binding.get());
+    return self;
+  } catch (...) {
+    return {};
+  }
+}
+
+Location locate_self() noexcept { return inspect_self().where; }
+
+std::string ucx_net_device(hwloc_topology_t topo, hwloc_const_cpuset_t binding) noexcept {
+  try {
+    int nics = 0;
+    for (hwloc_obj_t o = nullptr; topo && (o = hwloc_get_next_osdev(topo, o)) != nullptr;)
+      if (is_device(o, DeviceKind::Nic)) ++nics;
+    if (nics < 2) return {};
+    hwloc_obj_t nic = nearest_device(topo, binding, DeviceKind::Nic);
+    if (!nic || !nic->name) return {};
+    // UCX names RDMA devices by port; ports are numbered from 1.
+    std::string name = nic->name;
+    if (nic->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) name += ":1";
+    return name;
   } catch (...) {
     return {};
   }

@@ -39,6 +39,20 @@ Location locate(hwloc_topology_t topo, hwloc_const_cpuset_t binding) noexcept;
 // Never throws; on any hwloc error returns an all-unknown Location.
 Location locate_self() noexcept;
 
+// This process as hwloc sees it (one topology load for both answers).
+struct Self {
+  Location where;
+  // The UCX network device of the nearest NIC ("mlx5_0:1", "eth1") when the
+  // machine has more than one NIC; empty when there is nothing to choose
+  // (UCX's own choice stands).
+  std::string ucx_net_device;
+};
+Self inspect_self() noexcept;
+
+// The UCX device name of the NIC nearest to `binding` when `topo` has more
+// than one NIC, else empty. Never throws.
+std::string ucx_net_device(hwloc_topology_t topo, hwloc_const_cpuset_t binding) noexcept;
+
 // One line: "pkg 0 numa 1 l3 1 core 5 gpu cuda0 nic mlx5_0"; unknown indexes
 // print as "?", missing devices are left out.
 std::string describe(const Location& where);

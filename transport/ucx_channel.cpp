@@ -52,10 +52,12 @@ void apply_tcp_defaults(ucp_config_t* config) {
 
 }  // namespace
 
-UcxContext::UcxContext() {
+UcxContext::UcxContext(const std::string& net_device) {
   ucp_config_t* config = nullptr;
   check(ucp_config_read(nullptr, nullptr, &config), "reading configuration");
   apply_tcp_defaults(config);
+  if (!net_device.empty() && std::getenv("UCX_NET_DEVICES") == nullptr)
+    ucp_config_modify(config, "NET_DEVICES", net_device.c_str());
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_TAG;

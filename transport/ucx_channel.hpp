@@ -23,7 +23,9 @@ namespace ringmend::transport {
 // Owns the UCP context (one per process).
 class UcxContext {
  public:
-  UcxContext();
+  // `net_device`: the UCX network device to use (UCX_NET_DEVICES), unless
+  // the user set one; empty leaves the choice to UCX.
+  explicit UcxContext(const std::string& net_device = {});
   ~UcxContext();
   UcxContext(const UcxContext&) = delete;
   UcxContext& operator=(const UcxContext&) = delete;

@@ -182,3 +182,14 @@ TEST(Location, TravelsAsRawBytes) {
   std::memset(received.gpu, 'x', sizeof received.gpu);
   EXPECT_EQ(describe(received), "pkg 1 numa 2 l3 3 core 4 gpu " + std::string(24, 'x') + " nic hsn0");
 }
+
+TEST(Location, UcxNetDeviceIsTheNearestNicWhenThereAreSeveral) {
+  const Topology topo = load(TopologySource::Xml, kXml);
+  ASSERT_TRUE(topo);
+  EXPECT_EQ(ucx_net_device(topo.get(), cpuset_of(topo.get(), HWLOC_OBJ_PACKAGE, 0)), "mlx5_0:1");
+  EXPECT_EQ(ucx_net_device(topo.get(), cpuset_of(topo.get(), HWLOC_OBJ_PACKAGE, 1)), "mlx5_1:1");
+  // One NIC or none: nothing to choose.
+  const Topology synthetic = load(TopologySource::Synthetic, kSynthetic);
+  EXPECT_EQ(ucx_net_device(synthetic.get(), cpuset_of(synthetic.get(), HWLOC_OBJ_CORE, 0)), "");
+  EXPECT_EQ(ucx_net_device(nullptr, nullptr), "");
+}
