@@ -116,8 +116,17 @@ void Communicator::Impl::on_phase(transport::Phase phase, int step) {
 // ------------------------------------------------------------- collectives
 
 std::string Communicator::Impl::validate(const CollectiveCall& c) const {
-  const char* name = c.kind == transport::CollectiveKind::Allreduce ? "allreduce" : "broadcast";
-  const std::string at = std::string(name) + " on rank " + std::to_string(rank) + ": ";
+  // Built only when needed: validation runs on every call, also the 4-byte ones.
+  struct At {
+    const CollectiveCall& c;
+    int rank;
+    operator std::string() const {
+      return std::string(c.kind == transport::CollectiveKind::Allreduce ? "allreduce" : "broadcast") + " on rank " +
+             std::to_string(rank) + ": ";
+    }
+    std::string operator+(const std::string& rest) const { return std::string(*this) + rest; }
+    std::string operator+(const char* rest) const { return std::string(*this) + rest; }
+  } at{c, rank};
   if (c.kind == transport::CollectiveKind::Allreduce) {
     if (!is_valid(c.type)) return at + "unsupported data type " + std::to_string(static_cast<int>(c.type));
     if (!is_valid(c.op)) return at + "unsupported reduction " + std::to_string(static_cast<int>(c.op));

@@ -1,6 +1,7 @@
 #include "transport/hier_allreduce.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -55,10 +56,14 @@ void one_shot(ShmNode& node, Channel* inter, const Hierarchy& h, const Allreduce
               WaitContext& ctx) {
   const int n = node.size();
   const std::size_t bytes = a.count * size_of(a.type);
-  std::vector<const void*> srcs(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) srcs[static_cast<std::size_t>(r)] = node.small_data(r, call);
+  // No allocation on the latency path for nodes of up to kInline ranks.
+  constexpr int kInline = 64;
+  std::array<const void*, kInline> inline_srcs;
+  std::vector<const void*> heap_srcs(n > kInline ? static_cast<std::size_t>(n) : 0);
+  const void** srcs = n > kInline ? heap_srcs.data() : inline_srcs.data();
+  for (int r = 0; r < n; ++r) srcs[r] = node.small_data(r, call);
   ctx.on_phase(Phase::ReduceScatter, 0);
-  reduce_many(a.output, srcs.data(), srcs.size(), a.count, a.type, a.op);
+  reduce_many(a.output, srcs, static_cast<std::size_t>(n), a.count, a.type, a.op);
   if (!h.multi_node()) return;
   ctx.on_phase(Phase::Allgather, 0);
   if (node.local() == 0) {
