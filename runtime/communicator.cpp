@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <thread>
 #include <unistd.h>
 
 #include "runtime/communicator_impl.hpp"
@@ -38,6 +40,14 @@ FaultPhase fault_phase_of(transport::Phase p) {
     case transport::Phase::End: return FaultPhase::End;
   }
   return FaultPhase::Start;
+}
+
+// The kernel's boot id identifies a machine (hashed to 64 bits); 0 when unreadable.
+std::uint64_t machine_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id.empty() ? 0 : std::hash<std::string>{}(id) | 1;
 }
 
 // Thrown inside run() for an invalid argument on this rank; it is raised
@@ -314,6 +324,7 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
   mine.pid = static_cast<std::int32_t>(::getpid());
   mine.nonce = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   mine.where = where_;
+  mine.machine = machine_id();
   bool ok = true;
 
   // Ranks sharing a node, from MPI (not from host names, which two "nodes"
@@ -455,6 +466,12 @@ void Communicator::Impl::adopt_plan(const topo::Plan& plan, const std::vector<Me
   world_ranks.resize(static_cast<std::size_t>(size));
   for (int r = 0; r < size; ++r) world_ranks[static_cast<std::size_t>(r)] = states[static_cast<std::size_t>(r)].world_rank;
   ring_ = plan.ring;
+  // Two "nodes" may be one machine (the local Slurm cluster): count ranks per
+  // machine, not per node.
+  const auto mine = states[static_cast<std::size_t>(rank)].machine;
+  const auto here = std::count_if(states.begin(), states.end(), [&](const MemberState& s) { return s.machine == mine; });
+  oversubscribed_ = here > static_cast<long>(std::thread::hardware_concurrency());
+  if (shm_node_) shm_node_->set_oversubscribed(oversubscribed_);
   hierarchy_ = {};
   if (!shm_node_) return;
   hierarchy_.local_ranks = plan.nodes[static_cast<std::size_t>(plan.node)];

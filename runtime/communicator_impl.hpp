@@ -32,6 +32,7 @@ struct MemberState {
   std::int32_t errc = -1;            // Errc of an input error in collective seq, or -1
   std::uint32_t address_bytes = 0;   // length of the UCX address that follows
   std::int32_t pid = 0;              // watched by node peers; names the node's segment
+  std::uint64_t machine = 0;         // identifies the physical machine (boot id), to count ranks per CPU
   std::uint64_t nonce = 0;           // makes the node's segment name unique
   topo::Location where;              // hwloc binding, for the local order
   char error[196] = {};
@@ -62,6 +63,7 @@ struct Communicator::Impl final : transport::WaitContext {
   // WaitContext
   void check() override;
   void on_phase(transport::Phase phase, int step) override;
+  unsigned spin_rounds() const override { return oversubscribed_ ? 0 : 4; }
 
   int rank = 0, size = 0;
   std::uint64_t epoch = 0;
@@ -101,6 +103,7 @@ struct Communicator::Impl final : transport::WaitContext {
   std::unique_ptr<transport::ShmNode> shm_node_;
   std::string shm_name_;
   transport::Hierarchy hierarchy_;
+  bool oversubscribed_ = false;  // more ranks on this machine than CPUs to run them
   std::vector<std::unique_ptr<transport::UcxChannel>> retired_channels_;
   std::vector<int> ring_;
   // Results are computed into scratch_[seq % 2] and kept there until the

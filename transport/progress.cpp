@@ -8,10 +8,7 @@ namespace {
 // MPI's failure check costs far more than a UCX progress call: poll it once
 // every this many spins.
 constexpr int kSpinsPerCheck = 64;
-// Rounds of spinning before a wait starts yielding its core between rounds:
-// ranks may outnumber cores (several ranks per node on a small machine), and
-// a spinning rank would then starve the very peer it waits for.
-constexpr unsigned kRoundsBeforeYield = 4;
+
 
 OpState finished(Channel& ch, OpState s) {
   if (s == OpState::Failed) throw Interrupted("transport: " + ch.failure_reason());
@@ -35,7 +32,9 @@ OpState wait_for(Channel& ch, Channel::Op op, WaitContext& ctx, std::size_t* byt
   for (unsigned round = 0;; ++round) {
     OpState s = poll(ch, op, ctx, bytes);
     if (s != OpState::Pending) return s;
-    if (round >= kRoundsBeforeYield) sched_yield();
+    // Ranks may outnumber cores: a rank spinning for long would then starve
+    // the very peer it waits for.
+    if (round >= ctx.spin_rounds()) sched_yield();
   }
 }
 

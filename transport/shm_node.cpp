@@ -13,8 +13,11 @@ namespace {
 constexpr std::size_t align_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
 
 // Spins before the first yield (~tens of microseconds), and how often a
-// spinning / yielding rank polls for failures.
+// spinning / yielding rank polls for failures. With more ranks on the node
+// than CPUs to run them, spinning only delays the peer being waited for:
+// yield almost at once.
 constexpr unsigned kSpinsBeforeYield = 4096;
+constexpr unsigned kSpinsBeforeYieldOversubscribed = 16;
 constexpr unsigned kSpinCheckMask = 1023;
 constexpr unsigned kYieldCheckMask = 15;
 
@@ -97,7 +100,7 @@ void ShmNode::check_peers() const {
 
 void ShmBackoff::idle() {
   ++spins_;
-  if (spins_ < kSpinsBeforeYield) {
+  if (spins_ < (node_.oversubscribed() ? kSpinsBeforeYieldOversubscribed : kSpinsBeforeYield)) {
     cpu_relax();
     if ((spins_ & kSpinCheckMask) == 0) {
       node_.check_peers();

@@ -78,6 +78,9 @@ class ShmNode {
 
   // Throws Interrupted if a process of this node has exited.
   void check_peers() const;
+  // More ranks on this machine than CPUs: waits yield almost at once.
+  bool oversubscribed() const { return oversubscribed_; }
+  void set_oversubscribed(bool v) { oversubscribed_ = v; }
 
   std::uint64_t calls = 0;        // shared-memory collectives started in this epoch
   std::uint64_t chunks_used = 0;  // pipeline chunks used so far in this epoch
@@ -87,6 +90,7 @@ class ShmNode {
   ShmLayout layout_;
   int local_;
   PeerWatch watch_;
+  bool oversubscribed_ = false;
 };
 
 // Idle strategy of every shared-memory wait: spin briefly (the common case
