@@ -56,7 +56,8 @@ PACKAGES=(build-essential cmake ninja-build pkg-config git xz-utils file
   libgtest-dev googletest procps
   libmpich-dev)  # an MPI without ULFM, for the configure test
 if [ "$WITH_CLUSTER_TOOLS" = 1 ]; then
-  PACKAGES+=(slurmctld slurmd slurm-client lmod libgloo-dev gnuplot-nox)
+  # python3: bench/bench_report.py (standard library only)
+  PACKAGES+=(slurmctld slurmd slurm-client lmod libgloo-dev gnuplot-nox python3)
 fi
 step "Debian packages (${#PACKAGES[@]})"
 missing=()

@@ -41,13 +41,14 @@ bool has_rdma_devices() {
 // collectives pre-post their receives a window ahead, so eager messages
 // arrive expected. With RDMA devices present, UCX's rendezvous (zero-copy)
 // stays as it is.
+//
+// The TCP keys belong to UCX's transport layer, which reads them from the
+// environment when it opens an interface (ucp_config_modify does not reach
+// it in UCX 1.13): they are set there, without overwriting the user's.
 void apply_tcp_defaults(ucp_config_t* config) {
-  auto set = [config](const char* name, const char* value) {
-    if (std::getenv((std::string("UCX_") + name).c_str()) == nullptr) ucp_config_modify(config, name, value);
-  };
-  set("TCP_TX_SEG_SIZE", "64k");
-  set("TCP_RX_SEG_SIZE", "64k");
-  if (!has_rdma_devices()) set("RNDV_THRESH", "inf");
+  ::setenv("UCX_TCP_TX_SEG_SIZE", "64k", 0);
+  ::setenv("UCX_TCP_RX_SEG_SIZE", "64k", 0);
+  if (!has_rdma_devices() && std::getenv("UCX_RNDV_THRESH") == nullptr) ucp_config_modify(config, "RNDV_THRESH", "inf");
 }
 
 }  // namespace

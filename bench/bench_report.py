@@ -1,0 +1,643 @@
+#!/usr/bin/env python3
+"""Machine description and report of a bench/run_standard.sh results directory.
+
+  bench_report.py machine OUT_JSON [--command TEXT] [--mode full|quick] [--mpirun PATH]
+  bench_report.py loadavg OUT_JSON          (adds the load average at the end)
+  bench_report.py report RESULTS_DIR        (summary.json, table.md, plots/*.dat, *.png)
+
+The report reads RESULTS_DIR/runs.tsv (one line per job: part, config,
+benchmark, repeat, ranks, exit status, wall seconds, JSON file, log file) and
+the JSON files of the benchmark programs. Throughput figures are the median
+over the repeats (busbw from the median latency); recovery figures the
+median, mean, minimum and maximum over the rounds. Only the Python standard
+library is used; the PNGs need gnuplot.
+"""
+
+import json
+import math
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+# ------------------------------------------------------------------ helpers
+
+
+def run_text(cmd, cwd=None):
+    try:
+        out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=20)
+        return out.stdout.strip() if out.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def read_text(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def human_size(b):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b >= (1 << shift) and b % (1 << shift) == 0:
+            return f"{b >> shift} {unit}"
+    return f"{b} B"
+
+
+def sig(x, digits=3):
+    """x with `digits` significant digits (whole numbers from 10^(digits-1) up)."""
+    if x is None:
+        return "–"
+    if x == 0:
+        return "0"
+    if abs(x) >= 10 ** (digits - 1):
+        return f"{x:.0f}"
+    decimals = digits - 1 - math.floor(math.log10(abs(x)))
+    return f"{x:.{decimals}f}"
+
+
+def stats(values):
+    v = [x for x in values if x is not None]
+    if not v:
+        return None
+    return {
+        "median": statistics.median(v),
+        "avg": sum(v) / len(v),
+        "min": min(v),
+        "max": max(v),
+        "n": len(v),
+    }
+
+
+# ------------------------------------------------------------------ machine
+
+
+def machine(out_path, command, mode, mpirun):
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    info = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    info["hostname"] = socket.gethostname()
+    cpu = ""
+    for line in read_text("/proc/cpuinfo").splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    info["cpu_model"] = cpu or platform.processor()
+    info["cpus"] = os.cpu_count()
+    mem_kib = 0
+    for line in read_text("/proc/meminfo").splitlines():
+        if line.startswith("MemTotal:"):
+            mem_kib = int(line.split()[1])
+    info["memory_GiB"] = round(mem_kib / 2**20, 1)
+    osr = {}
+    for line in read_text("/etc/os-release").splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            osr[k] = v.strip('"')
+    info["os"] = osr.get("PRETTY_NAME", platform.platform())
+    info["kernel"] = platform.release()
+    vm = run_text(["systemd-detect-virt", "--vm"])
+    container = run_text(["systemd-detect-virt", "--container"])
+    hypervisor = "hypervisor" in read_text("/proc/cpuinfo").split()
+    info["virtual_machine"] = hypervisor or vm not in ("", "none")
+    info["systemd_detect_virt_vm"] = vm or "none"
+    info["container"] = container if container and container != "none" else "none"
+    info["git_commit"] = run_text(["git", "rev-parse", "HEAD"], cwd=top)
+    info["git_modified"] = bool(run_text(["git", "status", "--porcelain", "--untracked-files=no"], cwd=top))
+    ver = run_text([mpirun, "--version"]) if mpirun else ""
+    info["mpirun"] = mpirun
+    info["mpirun_version"] = ver.splitlines()[0] if ver else ""
+    ucx = run_text(["ucx_info", "-v"])
+    info["ucx_version"] = ucx.splitlines()[0].lstrip("# ").replace("Version", "").strip() if ucx else ""
+    info["gnuplot_version"] = run_text(["gnuplot", "--version"])
+    info["load_average_start"] = read_text("/proc/loadavg").split()[:3]
+    info["command"] = command
+    info["mode"] = mode
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump(info, f, indent=2)
+        f.write("\n")
+
+
+def loadavg(path):
+    with open(path, encoding="utf-8") as f:
+        info = json.load(f)
+    info["load_average_end"] = read_text("/proc/loadavg").split()[:3]
+    info["date_end"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(info, f, indent=2)
+        f.write("\n")
+
+
+# ------------------------------------------------------------------ report
+
+CONFIGS = {
+    "one_node": "One node, 2 ranks",
+    "cluster_1ppn": "Two nodes (local Slurm cluster), 1 rank per node",
+    "cluster_2ppn": "Two nodes (local Slurm cluster), 2 ranks per node",
+}
+IMPLS = [("ringmend", "ringmend"), ("mpi", "MPI_Allreduce"), ("gloo", "Gloo")]
+
+
+def load_runs(d):
+    runs = []
+    path = os.path.join(d, "runs.tsv")
+    for line in read_text(path).splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        f = line.split("\t")
+        if len(f) < 9:
+            continue
+        r = {
+            "part": f[0],
+            "config": f[1],
+            "bench": f[2],
+            "rep": int(f[3]),
+            "ranks": int(f[4]),
+            "status": int(f[5]),
+            "wall_s": float(f[6]),
+            "json": f[7],
+            "log": f[8],
+            "data": None,
+        }
+        if r["json"] and r["status"] == 0:
+            try:
+                with open(os.path.join(d, r["json"]), encoding="utf-8") as jf:
+                    r["data"] = json.load(jf)
+            except (OSError, ValueError):
+                r["status"] = -1  # finished but left no readable result
+        runs.append(r)
+    return runs
+
+
+def throughput(runs):
+    """config -> impl -> size -> lists; plus the roofline and p2p."""
+    acc, roof, p2p, wrong, factors, gloo_version = {}, {}, {}, {}, {}, ""
+    for r in runs:
+        if r["part"] != "throughput" or not r["data"]:
+            continue
+        data, cfg = r["data"], r["config"]
+        if data.get("benchmark") in ("allreduce", "gloo_allreduce"):
+            factors[cfg] = data["parameters"].get("busbw_factor", 1.0)
+            if data["benchmark"] == "gloo_allreduce":
+                gloo_version = data["run"].get("gloo_version", gloo_version)
+            for row in data["rows"]:
+                a = acc.setdefault(cfg, {}).setdefault(row["impl"], {}).setdefault(row["size"], [])
+                a.append(row["avg_latency_us"])
+                if row.get("roofline_busbw_GBps") is not None and row["impl"] == "ringmend":
+                    roof.setdefault(cfg, {}).setdefault(row["size"], []).append(row["roofline_busbw_GBps"])
+                if row.get("wrong") is not None:
+                    w = wrong.setdefault(cfg, {}).setdefault(row["impl"], [0, 0])
+                    w[0] += row["wrong"]
+                    w[1] += 1
+        elif data.get("benchmark") == "p2p_bw":
+            for row in data["rows"]:
+                p2p.setdefault(cfg, {}).setdefault(row["impl"], {}).setdefault(row["size"], []).append(
+                    row["bandwidth_MBps"]
+                )
+    out = {}
+    for cfg, impls in acc.items():
+        out[cfg] = {}
+        for impl, sizes in impls.items():
+            rows = []
+            for size in sorted(sizes):
+                lats = sizes[size]
+                med = statistics.median(lats)
+                bus = lambda lat: size / (lat * 1e3) * factors[cfg] if lat > 0 else 0.0  # noqa: E731
+                rows.append(
+                    {
+                        "size": size,
+                        "avg_latency_us": med,
+                        "busbw_GBps": bus(med),
+                        "busbw_GBps_min": bus(max(lats)),
+                        "busbw_GBps_max": bus(min(lats)),
+                        "runs": len(lats),
+                    }
+                )
+            out[cfg][impl] = rows
+    roof_out = {
+        cfg: [{"size": s, "busbw_GBps": statistics.median(v), "runs": len(v)} for s, v in sorted(sizes.items())]
+        for cfg, sizes in roof.items()
+    }
+    p2p_out = {
+        cfg: {
+            impl: [
+                {"size": s, "bandwidth_MBps": statistics.median(v), "runs": len(v)} for s, v in sorted(sizes.items())
+            ]
+            for impl, sizes in impls.items()
+        }
+        for cfg, impls in p2p.items()
+    }
+    wrong_out = {cfg: {impl: {"wrong": w[0], "rows_checked": w[1]} for impl, w in v.items()} for cfg, v in wrong.items()}
+    return out, roof_out, p2p_out, wrong_out, gloo_version
+
+
+RINGMEND_PHASES = ["detect", "recovery", "reexec", "first"]
+ULFM_PHASES = ["detect", "revoke", "shrink", "agree", "first"]
+
+
+def recovery(runs):
+    per = {}
+    for r in runs:
+        if r["part"] != "recovery":
+            continue
+        n = r["ranks"]  # ranks before the failure (a restart runs with one fewer)
+        e = per.setdefault(n, {"ringmend": {}, "ulfm": {}, "restart": {}, "wrong": 0, "failed": 0})
+        if r["status"] != 0 or not r["data"]:
+            e["failed"] += 1
+            continue
+        if r["bench"] in ("ringmend", "ulfm"):
+            phases = RINGMEND_PHASES if r["bench"] == "ringmend" else ULFM_PHASES
+            for row in r["data"]["rows"]:
+                e["wrong"] += row.get("wrong", 0)
+                for p in phases:
+                    e[r["bench"]].setdefault(p, []).append(row.get(p + "_ms"))
+        elif r["bench"] == "restart":
+            e["restart"].setdefault("wall", []).append(r["wall_s"] * 1e3)
+            row = r["data"]["rows"][0]
+            for k in ("mpi_init", "runtime_start", "first_allreduce", "finalize", "in_process"):
+                e["restart"].setdefault(k, []).append(row.get(k + "_ms"))
+    out = {}
+    for n in sorted(per):
+        e = per[n]
+        out[n] = {
+            "ringmend": {p: stats(v) for p, v in e["ringmend"].items()},
+            "ulfm": {p: stats(v) for p, v in e["ulfm"].items()},
+            "restart": {p: stats(v) for p, v in e["restart"].items()},
+            "wrong": e["wrong"],
+            "failed_jobs": e["failed"],
+        }
+    return out
+
+
+def table_sizes(sizes):
+    """Sizes of the latency table and of the bandwidth table."""
+    small = [b for b in (4, 256, 4096) if b in sizes]
+    large = [b for b in (65536, 1 << 20, 4 << 20, 16 << 20) if b in sizes]
+    if sizes and max(sizes) > 4096 and max(sizes) not in large:
+        large.append(max(sizes))
+    return small, large
+
+
+def cell_ms(s):
+    if not s:
+        return "–"
+    return f"{sig(s['median'])} [{sig(s['min'])}–{sig(s['max'])}]"
+
+
+def write_table(d, mach, summary):
+    L = []
+    quick = mach.get("mode") == "quick"
+    L.append("## Benchmark results" + (" (QUICK MODE: a smoke run, not for publication)" if quick else ""))
+    L.append("")
+    gv = f", Gloo {summary['gloo_version']}" if summary.get("gloo_version") else ""
+    if mach.get("virtual_machine"):
+        virt = f"a virtual machine (systemd-detect-virt: {mach.get('systemd_detect_virt_vm', '?')})"
+    else:
+        virt = "not virtualised"
+    if mach.get("container", "none") != "none":
+        virt += f", in a container ({mach['container']})"
+    L.append(
+        f"Measured {mach.get('date', '?')} on `{mach.get('hostname', '?')}`: {mach.get('cpu_model', '?')}, "
+        f"{mach.get('cpus', '?')} CPUs, {mach.get('memory_GiB', '?')} GiB, {mach.get('os', '?')} "
+        f"(kernel {mach.get('kernel', '?')}; {virt}); "
+        f"{mach.get('mpirun_version', '?')} with ULFM (pml ob1), UCX {mach.get('ucx_version', '?')}{gv}; "
+        f"ringmend at git {mach.get('git_commit', '?')[:12]}{' (with local changes)' if mach.get('git_modified') else ''}. "
+        f"Load average {' '.join(mach.get('load_average_start', []))} at the start, "
+        f"{' '.join(mach.get('load_average_end', []) or ['?'])} at the end."
+    )
+    L.append("")
+    L.append(f"Command: `{mach.get('command', '?')}`." + (" " + summary["method"] if summary["allreduce"] else ""))
+    L.append("")
+    thr, roof, p2p = summary["allreduce"], summary["roofline"], summary["p2p_bw"]
+    for cfg, title in CONFIGS.items():
+        if cfg not in thr:
+            skipped = summary["skipped"].get(cfg)
+            if skipped:
+                L.append(f"### {title}")
+                L.append("")
+                L.append(f"Not measured: {skipped}")
+                L.append("")
+            continue
+        impls = [(k, name) for k, name in IMPLS if k in thr[cfg]]
+        by = {k: {row["size"]: row for row in thr[cfg][k]} for k, _ in impls}
+        sizes = sorted(set().union(*[set(v) for v in by.values()]))
+        rf = {row["size"]: row for row in roof.get(cfg, [])}
+        pp = {impl: {row["size"]: row for row in rows} for impl, rows in p2p.get(cfg, {}).items()}
+        small, large = table_sizes(sizes)
+        L.append(f"### {title}: allreduce, float sum")
+        L.append("")
+        if small:
+            head = ["avg latency (µs)"] + [name for _, name in impls]
+            L.append("| " + " | ".join(head) + " |")
+            L.append("|" + "---|" * len(head))
+            for b in small:
+                row = [human_size(b)] + [sig(by[k][b]["avg_latency_us"]) if b in by[k] else "–" for k, _ in impls]
+                L.append("| " + " | ".join(row) + " |")
+            L.append("")
+        if large:
+            head = ["busbw (GB/s)"] + [name for _, name in impls]
+            if rf:
+                head.append("memory roofline")
+            for impl in ("ringmend", "mpi"):
+                if impl in pp:
+                    head.append(("p2p ringmend UCX" if impl == "ringmend" else "p2p MPI"))
+            L.append("| " + " | ".join(head) + " |")
+            L.append("|" + "---|" * len(head))
+            for b in large:
+                row = [human_size(b)] + [sig(by[k][b]["busbw_GBps"]) if b in by[k] else "–" for k, _ in impls]
+                if rf:
+                    row.append(sig(rf[b]["busbw_GBps"]) if b in rf else "–")
+                for impl in ("ringmend", "mpi"):
+                    if impl in pp:
+                        row.append(sig(pp[impl][b]["bandwidth_MBps"] / 1e3) if b in pp[impl] else "–")
+                L.append("| " + " | ".join(row) + " |")
+            L.append("")
+            if pp:
+                L.append(
+                    "p2p: streaming bandwidth between the two nodes (ringmend_p2p_bw, 1 rank per node, "
+                    "osu_bw method) in GB/s, for reference."
+                )
+                L.append("")
+        w = summary["validation"].get(cfg, {})
+        if w:
+            parts = [f"{name}: {w[k]['wrong']} wrong elements" for k, name in IMPLS if k in w]
+            L.append("Validation (`-c`, first run): " + "; ".join(parts) + " (MPI_Allreduce's results are not checked).")
+            L.append("")
+    rec = summary["recovery"]
+    if rec:
+        p = summary["recovery_parameters"]
+        L.append(
+            f"### Recovery after one SIGKILLed rank (one node; {p.get('size_text', '?')} float allreduce; "
+            f"ms, median [min–max] over {p.get('rounds', '?')} rounds, one job per round)"
+        )
+        L.append("")
+        L.append(
+            "| ranks | detect | agree+shrink+rebuild | re-execution | death → first collective | "
+            "ULFM detect | ULFM shrink | ULFM agree | ULFM death → first MPI_Allreduce | restart with N−1 ranks |"
+        )
+        L.append("|" + "---|" * 10)
+        for n, e in rec.items():
+            rm, ul, rs = e["ringmend"], e["ulfm"], e["restart"]
+            L.append(
+                f"| {n} | {cell_ms(rm.get('detect'))} | {cell_ms(rm.get('recovery'))} | {cell_ms(rm.get('reexec'))} | "
+                f"{cell_ms(rm.get('first'))} | {cell_ms(ul.get('detect'))} | {cell_ms(ul.get('shrink'))} | "
+                f"{cell_ms(ul.get('agree'))} | {cell_ms(ul.get('first'))} | {cell_ms(rs.get('wall'))} |"
+            )
+        L.append("")
+        wrong = sum(e["wrong"] for e in rec.values())
+        failed = sum(e["failed_jobs"] for e in rec.values())
+        L.append(
+            f"The allreduce interrupted by the failure was checked on every survivor: {wrong} wrong elements. "
+            f"{failed} recovery job(s) failed."
+        )
+        L.append("")
+        L.append(summary["recovery_method"])
+        L.append("")
+    if summary["failures"]:
+        L.append("### Runs that failed")
+        L.append("")
+        for f in summary["failures"]:
+            L.append(f"- {f}")
+        L.append("")
+    if summary["plots"]:
+        L.append("Plots: " + ", ".join(f"`{p}`" for p in summary["plots"]) + ".")
+        L.append("")
+    with open(os.path.join(d, "table.md"), "w", encoding="utf-8") as f:
+        f.write("\n".join(L))
+
+
+def size_label(b):
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if b >= (1 << shift):
+            return f"{b >> shift}{unit}"
+    return str(b)
+
+
+def x_tics(lo, hi):
+    """Powers of 4 (and 1) from lo to hi, at most about 12 of them."""
+    tics, b = [], 1
+    while b <= hi:
+        if b >= lo:
+            tics.append(b)
+        b *= 4
+    while len(tics) > 12:
+        tics = tics[::2]
+    return tics
+
+
+def write_plots(d, summary):
+    """Writes plots/*.dat and plots/plots.gp; runs gnuplot if there is one."""
+    pdir = os.path.join(d, "plots")
+    os.makedirs(pdir, exist_ok=True)
+    gp = []
+    pngs = []
+    gp.append("set terminal pngcairo size 960,600 noenhanced font 'sans,11'")
+    gp.append("set grid")
+    gp.append("set key bottom right box opaque")
+    gp.append("set logscale x 2")
+    gp.append("set logscale y 10")
+    gp.append("set format y '%g'")
+    thr, roof, p2p = summary["allreduce"], summary["roofline"], summary["p2p_bw"]
+    styles = {"ringmend": "lc rgb '#1f77b4'", "mpi": "lc rgb '#d62728'", "gloo": "lc rgb '#2ca02c'"}
+    for cfg, title in CONFIGS.items():
+        if cfg not in thr:
+            continue
+        plots = []
+        for impl, name in IMPLS:
+            if impl not in thr[cfg]:
+                continue
+            f = f"{cfg}_{impl}.dat"
+            with open(os.path.join(pdir, f), "w") as o:
+                o.write("# size busbw_median busbw_min busbw_max avg_latency_us_median\n")
+                for r in thr[cfg][impl]:
+                    o.write(
+                        f"{r['size']} {r['busbw_GBps']:.6g} {r['busbw_GBps_min']:.6g} {r['busbw_GBps_max']:.6g} "
+                        f"{r['avg_latency_us']:.6g}\n"
+                    )
+            plots.append(f"'{f}' using 1:2:3:4 with yerrorlines {styles[impl]} pt 7 ps 0.6 title '{name}'")
+        if cfg in roof:
+            f = f"{cfg}_roofline.dat"
+            with open(os.path.join(pdir, f), "w") as o:
+                o.write("# size roofline_busbw\n")
+                for r in roof[cfg]:
+                    o.write(f"{r['size']} {r['busbw_GBps']:.6g}\n")
+            plots.append(f"'{f}' using 1:2 with lines dt 2 lw 2 lc rgb 'black' title 'memory roofline'")
+        for impl, name in (("ringmend", "p2p bw, ringmend UCX"), ("mpi", "p2p bw, MPI")):
+            rows = p2p.get(cfg, {}).get(impl)
+            if not rows:
+                continue
+            f = f"{cfg}_p2p_{impl}.dat"
+            with open(os.path.join(pdir, f), "w") as o:
+                o.write("# size bandwidth_GBps\n")
+                for r in rows:
+                    o.write(f"{r['size']} {r['bandwidth_MBps'] / 1e3:.6g}\n")
+            plots.append(f"'{f}' using 1:2 with lines dt 3 lw 2 {styles[impl]} title '{name}'")
+        png = f"allreduce_{cfg}.png"
+        pngs.append(png)
+        sizes = [r["size"] for rows in thr[cfg].values() for r in rows]
+        sizes += [r["size"] for rows in p2p.get(cfg, {}).values() for r in rows]
+        gp.append("set xtics (" + ", ".join(f"'{size_label(b)}' {b}" for b in x_tics(min(sizes), max(sizes))) + ")")
+        gp.append(f"set output '../{png}'")
+        gp.append(f"set title '{title}: allreduce busbw (median of runs, bars: min-max)'")
+        gp.append("set xlabel 'bytes per rank'")
+        gp.append("set ylabel 'busbw (GB/s)'")
+        gp.append("plot " + ", \\\n     ".join(plots))
+    rec = summary["recovery"]
+    if rec:
+        f = "recovery.dat"
+        series = [
+            ("ringmend", "detect", "ringmend: detect"),
+            ("ringmend", "recovery", "ringmend: agree+shrink+rebuild"),
+            ("ringmend", "first", "ringmend: death -> first collective"),
+            ("ulfm", "shrink", "ULFM: MPIX_Comm_shrink alone"),
+            ("ulfm", "first", "ULFM: death -> first MPI_Allreduce"),
+            ("restart", "wall", "restart: mpirun with N-1 ranks"),
+        ]
+        with open(os.path.join(pdir, f), "w") as o:
+            o.write("# ranks " + " ".join(f"{a}_{b}_median {a}_{b}_min {a}_{b}_max" for a, b, _ in series) + "\n")
+            for n, e in rec.items():
+                cols = [str(n)]
+                for a, b, _ in series:
+                    s = e[a].get(b)
+                    cols += [f"{s['median']:.6g}", f"{s['min']:.6g}", f"{s['max']:.6g}"] if s else ["NaN"] * 3
+                o.write(" ".join(cols) + "\n")
+        png = "recovery.png"
+        pngs.append(png)
+        gp.append("unset logscale x")
+        gp.append("set xtics (" + ", ".join(str(n) for n in rec) + ") format '%g'")
+        gp.append(f"set xrange [{min(rec) - 0.5}:{max(rec) + 0.5}]")
+        gp.append("set key below maxrows 3 box")
+        gp.append("set size ratio 0")
+        gp.append(f"set output '../{png}'")
+        gp.append("set title 'Recovery after one SIGKILLed rank (median of rounds, bars: min-max)'")
+        gp.append("set xlabel 'ranks before the failure'")
+        gp.append("set ylabel 'milliseconds'")
+        plots = []
+        for i, (_, _, title) in enumerate(series):
+            c = 2 + 3 * i
+            color = ["#9467bd", "#17becf", "#1f77b4", "#ff7f0e", "#d62728", "#000000"][i]
+            plots.append(
+                f"'{f}' using 1:{c}:{c + 1}:{c + 2} with yerrorlines lc rgb '{color}' pt {5 + i} ps 0.8 title '{title}'"
+            )
+        gp.append("plot " + ", \\\n     ".join(plots))
+    with open(os.path.join(pdir, "plots.gp"), "w") as o:
+        o.write("\n".join(gp) + "\n")
+    if not pngs:
+        return [], None
+    gnuplot = shutil.which("gnuplot")
+    if not gnuplot:
+        return [], "gnuplot not found (Debian: gnuplot-nox; scripts/bootstrap.sh --with-cluster-tools): no PNGs"
+    terms = run_text([gnuplot, "-e", "set terminal"]) or ""
+    if "pngcairo" not in terms:
+        text = read_text(os.path.join(pdir, "plots.gp")).replace("set terminal pngcairo", "set terminal png")
+        with open(os.path.join(pdir, "plots.gp"), "w") as o:
+            o.write(text)
+    res = subprocess.run([gnuplot, "plots.gp"], cwd=pdir, capture_output=True, text=True)
+    if res.returncode != 0:
+        return [], "gnuplot failed: " + res.stderr.strip()[-500:]
+    return [p for p in pngs if os.path.exists(os.path.join(d, p))], None
+
+
+def report(d):
+    try:
+        with open(os.path.join(d, "machine.json"), encoding="utf-8") as f:
+            mach = json.load(f)
+    except (OSError, ValueError):
+        mach = {}
+    runs = load_runs(d)
+    thr, roof, p2p, wrong, gloo_version = throughput(runs)
+    rec = recovery(runs)
+    failures = [
+        f"{r['config']} {r['bench']} run {r['rep']} ({r['ranks']} ranks): "
+        + ("no readable result" if r["status"] == -1 else f"exit status {r['status']}")
+        + f", log `{r['log']}`"
+        for r in runs
+        if r["status"] != 0
+    ]
+    skipped = {}
+    for line in read_text(os.path.join(d, "skipped.txt")).splitlines():
+        if "\t" in line:
+            cfg, why = line.split("\t", 1)
+            skipped[cfg] = why
+    params = {}
+    for r in runs:
+        if r["part"] == "recovery" and r["bench"] == "ringmend" and r["data"]:
+            p = r["data"]["parameters"]
+            params = {"size": p["size"], "size_text": human_size(p["size"]), "phase": p["phase"],
+                      "settle": p["settle"]}
+    reps = sorted({r["rep"] for r in runs if r["part"] == "throughput"})
+    rounds = sorted({r["rep"] for r in runs if r["part"] == "recovery"})
+    params["rounds"] = len(rounds)
+    summary = {
+        "machine": mach,
+        "method": (
+            f"Each throughput figure is the median of {len(reps)} run(s) (busbw from the median of the runs' "
+            "average latencies; bars in the plots: the slowest and fastest run); warm-up calls are excluded; "
+            "the first run of every allreduce program validates its results (`-c`). Definitions: bench/README.md."
+        ),
+        "recovery_method": (
+            "One job per round: N ranks start, settle, and one rank (the middle one) SIGKILLs itself in the "
+            f"{params.get('phase', '?')} phase of an allreduce; a phase's figure in a round is the largest over "
+            "the survivors. detect: death → the survivor starts recovering (callback time − "
+            "MembershipChange::recovery_seconds − death); agree+shrink+rebuild: recovery_seconds; re-execution: "
+            "callback → the interrupted allreduce returns; death → first collective: the interrupted allreduce "
+            "completes on the survivors. ULFM columns: the same job in plain MPI (MPIX_Comm_revoke, "
+            "MPIX_Comm_shrink and MPIX_Comm_agree timed each). Restart: wall time of `mpirun -np N−1` running "
+            "MPI_Init, the ringmend Runtime start, one allreduce and shutdown — a lower bound of a restart, "
+            "which would also wait for the job to be torn down and reload its state."
+        ),
+        "allreduce": thr,
+        "roofline": roof,
+        "p2p_bw": p2p,
+        "validation": wrong,
+        "gloo_version": gloo_version,
+        "recovery_parameters": params,
+        "recovery": rec,
+        "failures": failures,
+        "skipped": skipped,
+        "plots": [],
+    }
+    pngs, problem = write_plots(d, summary)
+    summary["plots"] = pngs
+    if problem:
+        summary["plot_problem"] = problem
+        print("report: " + problem, file=sys.stderr)
+    with open(os.path.join(d, "summary.json"), "w", encoding="utf-8") as f:
+        json.dump(summary, f, indent=2)
+        f.write("\n")
+    write_table(d, mach, summary)
+    bad_validation = any(v["wrong"] for c in wrong.values() for v in c.values()) or any(
+        e["wrong"] for e in rec.values()
+    )
+    print(f"report: {os.path.join(d, 'table.md')}, {os.path.join(d, 'summary.json')}"
+          + (", " + ", ".join(os.path.join(d, p) for p in pngs) if pngs else ""))
+    if bad_validation:
+        print("report: WRONG RESULTS were reported; see table.md", file=sys.stderr)
+    return 1 if (failures or bad_validation) else 0
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[1] == "machine":
+        opts = {"--command": "", "--mode": "full", "--mpirun": ""}
+        i = 3
+        while i + 1 < len(argv):
+            opts[argv[i]] = argv[i + 1]
+            i += 2
+        machine(argv[2], opts["--command"], opts["--mode"], opts["--mpirun"])
+        return 0
+    if len(argv) == 3 and argv[1] == "loadavg":
+        loadavg(argv[2])
+        return 0
+    if len(argv) == 3 and argv[1] == "report":
+        return report(argv[2])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

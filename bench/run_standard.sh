@@ -1,0 +1,321 @@
+#!/usr/bin/env bash
+# The standard benchmark set, with its report: the JSON of every run,
+# summary.json, table.md (markdown) and PNG plots (gnuplot).
+#
+#   bench/run_standard.sh [--quick] [--out DIR] [--build DIR] [--no-build] [--repeats N]
+#                         [--rounds N] [--ranks "4 5 6 7 8"] [--max-size SIZE]
+#                         [--skip one-node|cluster|recovery]... [--publish]
+#   bench/run_standard.sh --report-only DIR [--publish]
+#
+# The set (bench/README.md describes every program and column):
+#   one node, 2 ranks      ringmend_allreduce (ringmend and MPI_Allreduce, with the
+#                          memory roofline), ringmend_gloo_allreduce
+#   two nodes              the same on the local two-node Slurm cluster
+#                          (scripts/cluster.sh), 1 and 2 ranks per node, and
+#                          ringmend_p2p_bw with 1 rank per node
+#   recovery, one node     for N = 4..8 ranks, ROUNDS jobs each of
+#                          ringmend_recovery --mode ringmend, --mode ulfm, and a
+#                          restart (mpirun -np N-1 ringmend_recovery --init-only, wall time)
+#
+# Throughput runs are repeated (--repeats, default 3) and the report gives the
+# median; the first run of each allreduce program validates its results (-c).
+# The cluster is started and stopped here (one that is already running is
+# used and left running); without Slurm that part is skipped with a message.
+#
+#   --quick         a smoke run (1 repeat, small sizes, few iterations, recovery
+#                   with 4 ranks and 2 rounds); the table says it is not for publication
+#   --out DIR       results directory (default bench/results/<UTC date>_<time>)
+#   --build DIR     build directory with the programs (default build/bench); the
+#                   programs are rebuilt first (a new directory is configured and
+#                   built with scripts/build.sh) unless --no-build
+#   --repeats N     runs of each throughput measurement (default 3, quick 1)
+#   --rounds N      recovery jobs per rank count and mode (default 5, quick 2)
+#   --ranks LIST    rank counts of the recovery part (default "4 5 6 7 8", quick "4")
+#   --max-size S    largest allreduce size (default 16M, quick 1M on one node, 256K across nodes)
+#   --skip PART     leave out one-node, cluster or recovery (repeatable)
+#   --publish       copy table.md, summary.json, machine.json and the PNGs to
+#                   bench/results/published/ (kept in git; everything else under
+#                   bench/results/ is ignored)
+#   --report-only DIR  only (re)make the report of DIR
+#
+# Environment: MPIEXEC (the ULFM mpirun; default: the one scripts/ft-mpirun
+# finds), RINGMEND_CLUSTER_DIR (see scripts/cluster.sh). Needs python3 for the
+# report and gnuplot (Debian: gnuplot-nox) for the PNGs. Exit status: 0 when
+# every run succeeded and every validation found no wrong element.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/.." && pwd)
+
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 2; }
+invocation="bench/run_standard.sh$(printf ' %q' "$@")"
+[ $# -gt 0 ] || invocation="bench/run_standard.sh"
+
+quick=0 out="" build="$top/build/bench" do_build=1 repeats="" rounds="" ranks="" max_size="" publish=0
+report_only="" skip_one=0 skip_cluster=0 skip_recovery=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1; shift ;;
+    --out) out=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --no-build) do_build=0; shift ;;
+    --repeats) repeats=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --ranks) ranks=$2; shift 2 ;;
+    --max-size) max_size=$2; shift 2 ;;
+    --skip)
+      case "$2" in
+        one-node) skip_one=1 ;;
+        cluster) skip_cluster=1 ;;
+        recovery) skip_recovery=1 ;;
+        *) echo "run_standard: --skip takes one-node, cluster or recovery" >&2; exit 2 ;;
+      esac
+      shift 2 ;;
+    --publish) publish=1; shift ;;
+    --report-only) report_only=$2; shift 2 ;;
+    -h | --help) usage ;;
+    *) echo "run_standard: unknown argument '$1'" >&2; usage ;;
+  esac
+done
+command -v python3 >/dev/null || { echo "run_standard: python3 is needed for the report" >&2; exit 2; }
+
+publish_results() {
+  local dst=$top/bench/results/published
+  mkdir -p "$dst"
+  rm -f "$dst"/*.png
+  cp "$1"/table.md "$1"/summary.json "$1"/machine.json "$dst"/
+  cp "$1"/*.png "$dst"/ 2>/dev/null || true
+  echo "run_standard: published to $dst"
+}
+
+if [ -n "$report_only" ]; then
+  rc=0
+  python3 "$here/bench_report.py" report "$report_only" || rc=$?
+  [ "$publish" = 1 ] && publish_results "$report_only"
+  exit "$rc"
+fi
+
+is_count() { [[ "$1" =~ ^[1-9][0-9]*$ ]]; }
+if [ "$quick" = 1 ]; then
+  : "${repeats:=1}" "${rounds:=2}" "${ranks:=4}"
+  one_max=${max_size:-1M} cl_max=${max_size:-256K}
+  one_iters=(-i 20 -x 5) cl_iters=(-i 10 -x 3) p2p_opts=(-m 1:256K -i 10 -x 2)
+else
+  : "${repeats:=3}" "${rounds:=5}" "${ranks:=4 5 6 7 8}"
+  one_max=${max_size:-16M} cl_max=${max_size:-16M}
+  # Warm-up: first touches of large buffers are slow on VMs; 20+ calls.
+  one_iters=(-i 200 -x 30) cl_iters=(-i 40 -x 20) p2p_opts=(-m 1:1M)
+fi
+if ! is_count "$repeats" || ! is_count "$rounds"; then
+  echo "run_standard: bad --repeats/--rounds" >&2
+  exit 2
+fi
+for n in $ranks; do
+  if ! [[ "$n" =~ ^[0-9]+$ ]] || [ "$n" -lt 2 ]; then
+    echo "run_standard: bad rank count '$n' in --ranks" >&2
+    exit 2
+  fi
+done
+out=${out:-$top/bench/results/$(date -u +%Y-%m-%d_%H%M%S)}
+mkdir -p "$out/json" "$out/logs"
+out=$(cd "$out" && pwd)
+: >"$out/runs.tsv"
+: >"$out/skipped.txt"
+START=$SECONDS
+failures=0
+say() { printf '[%3d:%02d] %s\n' $(((SECONDS - START) / 60)) $(((SECONDS - START) % 60)) "$*"; }
+
+# ------------------------------------------------------------ set-up
+
+# The ULFM mpirun, chosen as scripts/ft-mpirun chooses it, so that the
+# restart baseline can time mpirun itself and every run uses the same one.
+if [ -z "${MPIEXEC:-}" ]; then
+  deps=${RINGMEND_DEPS:-${XDG_CACHE_HOME:-$HOME/.cache}/ringmend-deps}
+  for m in ${RINGMEND_MPI_HOME:+"$RINGMEND_MPI_HOME/bin/mpirun"} "$deps"/openmpi-*-ulfm/bin/mpirun; do
+    if [ -x "$m" ]; then MPIEXEC=$m; break; fi
+  done
+fi
+export MPIEXEC=${MPIEXEC:-mpirun}
+command -v "$MPIEXEC" >/dev/null || { echo "run_standard: no mpirun ('$MPIEXEC'); set MPIEXEC" >&2; exit 2; }
+mapfile -t FT_ARGS < <(grep -v '^#' "$top/ulfm/ft_mpirun_args.txt" | grep -v '^[[:space:]]*$')
+if [ "$(id -u)" -eq 0 ]; then FT_ARGS=(--allow-run-as-root "${FT_ARGS[@]}"); fi
+FT="$top/scripts/ft-mpirun"
+CORES=$(nproc)
+
+# A configured build directory gets only the benchmark programs rebuilt; a
+# new one is configured and built by scripts/build.sh.
+build_programs() {
+  if [ ! -f "$build/CMakeCache.txt" ]; then
+    "$top/scripts/build.sh" "$build"
+    return
+  fi
+  local targets=(ringmend_allreduce ringmend_p2p_bw ringmend_recovery)
+  if cmake --build "$build" --target help 2>/dev/null | grep -q '^ringmend_gloo_allreduce:'; then
+    targets+=(ringmend_gloo_allreduce)
+  fi
+  cmake --build "$build" --target "${targets[@]}"
+}
+if [ "$do_build" = 1 ]; then
+  say "build: $build (log: $out/logs/build.log)"
+  build_programs >"$out/logs/build.log" 2>&1 || {
+    tail -n 30 "$out/logs/build.log" >&2
+    echo "run_standard: the build failed" >&2
+    exit 1
+  }
+fi
+BIN=$build/bench
+for p in ringmend_allreduce ringmend_p2p_bw ringmend_recovery; do
+  [ -x "$BIN/$p" ] || { echo "run_standard: $BIN/$p is missing (build with scripts/build.sh $build)" >&2; exit 1; }
+done
+have_gloo=1
+[ -x "$BIN/ringmend_gloo_allreduce" ] || have_gloo=0
+
+python3 "$here/bench_report.py" machine "$out/machine.json" \
+  --command "$invocation" \
+  --mode "$([ "$quick" = 1 ] && echo quick || echo full)" --mpirun "$MPIEXEC"
+say "results in $out ($([ "$quick" = 1 ] && echo quick || echo full) mode; $CORES cores; load $(cut -d' ' -f1-3 /proc/loadavg))"
+
+# run PART CONFIG BENCH REP RANKS JSON TIMEOUT command...: one job; its line
+# goes to runs.tsv (wall seconds of the whole command, exit status).
+run() {
+  local part=$1 config=$2 bench=$3 rep=$4 nranks=$5 json=$6 limit=$7
+  shift 7
+  local log="$out/logs/$config.$bench.$rep.log" rc=0 t0 t1 wall
+  t0=$(date +%s%N)
+  timeout -k 5 "$limit" "$@" >"$log" 2>&1 || rc=$?
+  t1=$(date +%s%N)
+  wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$part" "$config" "$bench" "$rep" "$nranks" "$rc" "$wall" \
+    "${json#"$out"/}" "${log#"$out"/}" >>"$out/runs.tsv"
+  if [ "$rc" -ne 0 ]; then
+    failures=$((failures + 1))
+    say "  $config $bench #$rep: FAILED (exit $rc$([ "$rc" -eq 124 ] && echo ", timed out")); log: $log"
+    tail -n 5 "$log" | sed 's/^/      /'
+  else
+    say "  $config $bench #$rep: ok (${wall%???} s)"
+  fi
+}
+
+# The first run of each allreduce program validates its results.
+vflag=()
+set_validation() { if [ "$1" -eq 1 ]; then vflag=(-c); else vflag=(); fi; }
+
+# ------------------------------------------------------------ one node
+
+one_node() {
+  say "one node, 2 ranks: allreduce up to $one_max, $repeats run(s)"
+  local over=()
+  [ "$CORES" -lt 2 ] && over=(--oversubscribe)
+  local rep
+  for rep in $(seq 1 "$repeats"); do
+    set_validation "$rep"
+    run throughput one_node allreduce "$rep" 2 "json/one_node.allreduce.$rep.json" 600 \
+      "$FT" "${over[@]}" -np 2 "$BIN/ringmend_allreduce" -m "4:$one_max" "${one_iters[@]}" -f "${vflag[@]}" \
+      --json "$out/json/one_node.allreduce.$rep.json"
+    if [ "$have_gloo" = 1 ]; then
+      run throughput one_node gloo "$rep" 2 "json/one_node.gloo.$rep.json" 600 \
+        "$FT" "${over[@]}" -np 2 "$BIN/ringmend_gloo_allreduce" -m "4:$one_max" "${one_iters[@]}" -f "${vflag[@]}" \
+        --json "$out/json/one_node.gloo.$rep.json"
+    fi
+  done
+  [ "$have_gloo" = 1 ] || say "  Gloo: ringmend_gloo_allreduce not built (libgloo-dev missing), left out"
+}
+
+# ------------------------------------------------------------ two nodes
+
+cluster_started=0
+stop_cluster() {
+  if [ "$cluster_started" = 1 ]; then
+    cluster_started=0
+    "$top/scripts/cluster.sh" stop >>"$out/logs/cluster.log" 2>&1 || true
+    say "cluster stopped"
+  fi
+}
+trap stop_cluster EXIT
+trap 'exit 130' INT TERM
+
+skip_cluster_part() {
+  say "two nodes: SKIPPED: $1"
+  printf 'cluster_1ppn\t%s\ncluster_2ppn\t%s\n' "$1" "$1" >>"$out/skipped.txt"
+}
+
+two_nodes() {
+  local c missing=()
+  for c in slurmctld slurmd salloc sinfo scontrol; do command -v "$c" >/dev/null 2>&1 || missing+=("$c"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    skip_cluster_part "Slurm is not installed (missing ${missing[*]}; scripts/bootstrap.sh --with-cluster-tools)"
+    return 0
+  fi
+  export SLURM_CONF=${RINGMEND_CLUSTER_DIR:-/tmp/ringmend-cluster}/slurm.conf
+  if "$top/scripts/cluster.sh" status >/dev/null 2>&1; then
+    say "two nodes: the local cluster is already running; it is used and left running"
+  else
+    say "two nodes: starting the local cluster"
+    if ! "$top/scripts/cluster.sh" start >>"$out/logs/cluster.log" 2>&1; then
+      "$top/scripts/cluster.sh" stop >>"$out/logs/cluster.log" 2>&1 || true
+      skip_cluster_part "the local cluster did not start (see logs/cluster.log)"
+      return 0
+    fi
+    cluster_started=1
+  fi
+  local roc="$top/tests/cluster/run_on_cluster.sh" layout config rep np
+  for layout in 1,1 2,2; do
+    config=cluster_${layout%%,*}ppn
+    np=$((${layout%%,*} * 2))
+    say "two nodes, layout $layout: allreduce up to $cl_max, $repeats run(s)"
+    for rep in $(seq 1 "$repeats"); do
+      set_validation "$rep"
+      run throughput "$config" allreduce "$rep" "$np" "json/$config.allreduce.$rep.json" 900 \
+        "$roc" -t 880 "$layout" "$BIN/ringmend_allreduce" -m "4:$cl_max" "${cl_iters[@]}" -f "${vflag[@]}" \
+        --json "$out/json/$config.allreduce.$rep.json"
+      if [ "$have_gloo" = 1 ]; then
+        run throughput "$config" gloo "$rep" "$np" "json/$config.gloo.$rep.json" 900 \
+          "$roc" -t 880 "$layout" "$BIN/ringmend_gloo_allreduce" -m "4:$cl_max" "${cl_iters[@]}" -f "${vflag[@]}" \
+          --json "$out/json/$config.gloo.$rep.json"
+      fi
+      if [ "$layout" = 1,1 ]; then
+        run throughput "$config" p2p_bw "$rep" "$np" "json/$config.p2p_bw.$rep.json" 900 \
+          "$roc" -t 880 "$layout" "$BIN/ringmend_p2p_bw" "${p2p_opts[@]}" \
+          --json "$out/json/$config.p2p_bw.$rep.json"
+      fi
+    done
+  done
+  stop_cluster
+}
+
+# ------------------------------------------------------------ recovery
+
+recovery() {
+  say "recovery: ranks $ranks, $rounds round(s) of each (one job per round)"
+  local rnd n over
+  for rnd in $(seq 1 "$rounds"); do
+    for n in $ranks; do
+      over=()
+      [ "$n" -gt "$CORES" ] && over=(--oversubscribe)
+      run recovery "recovery_n$n" ringmend "$rnd" "$n" "json/recovery_n$n.ringmend.$rnd.json" 180 \
+        "$FT" "${over[@]}" -np "$n" "$BIN/ringmend_recovery" --mode ringmend -r 1 \
+        --json "$out/json/recovery_n$n.ringmend.$rnd.json"
+      run recovery "recovery_n$n" ulfm "$rnd" "$n" "json/recovery_n$n.ulfm.$rnd.json" 180 \
+        "$FT" "${over[@]}" -np "$n" "$BIN/ringmend_recovery" --mode ulfm -r 1 \
+        --json "$out/json/recovery_n$n.ulfm.$rnd.json"
+      # The restart: mpirun itself is timed (no wrapper script in between).
+      over=()
+      [ "$((n - 1))" -gt "$CORES" ] && over=(--oversubscribe)
+      run recovery "recovery_n$n" restart "$rnd" "$n" "json/recovery_n$n.restart.$rnd.json" 180 \
+        "$MPIEXEC" "${FT_ARGS[@]}" "${over[@]}" -np "$((n - 1))" "$BIN/ringmend_recovery" --init-only \
+        --json "$out/json/recovery_n$n.restart.$rnd.json"
+    done
+  done
+}
+
+[ "$skip_one" = 1 ] || one_node
+[ "$skip_cluster" = 1 ] || two_nodes
+[ "$skip_recovery" = 1 ] || recovery
+
+python3 "$here/bench_report.py" loadavg "$out/machine.json"
+say "report"
+rc=0
+python3 "$here/bench_report.py" report "$out" || rc=$?
+[ "$publish" = 1 ] && publish_results "$out"
+say "done: $failures failed run(s); results in $out"
+[ "$failures" -eq 0 ] || rc=1
+exit "$rc"
