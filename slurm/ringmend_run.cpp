@@ -1,0 +1,765 @@
+// ringmend-run: starts an MPI program with ringmend's fault tolerance on,
+// inside a Slurm allocation or on this machine. See usage() below, the man
+// page (ringmend-run.1) and docs/slurm.md.
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ringmend_run_config.hpp"
+#include "slurm/slurm.hpp"
+
+extern char** environ;
+
+namespace {
+
+using namespace ringmend::slurm;
+
+struct Options {
+  PlacementRequest placement;
+  bool fault_tolerance = true;
+  bool dry_run = false;
+  bool network_check = false;
+  bool network_check_only = false;
+  NetcheckRule rule;
+  double check_seconds = 0.15;
+  double check_timeout = 120;
+  std::vector<std::string> extra;  // pass-through mpirun arguments
+  std::string mpirun;              // --mpirun
+  bool verbose = false;
+  bool quiet = false;
+  std::vector<std::string> program;
+};
+
+// Errors that stop the launch before anything runs: exit status 2.
+struct Fatal {
+  std::string text;
+};
+
+void usage(FILE* out) {
+  std::fprintf(
+      out,
+      "Usage: ringmend-run [options] [--] program [program arguments...]\n"
+      "\n"
+      "Starts an MPI program with ringmend's fault tolerance on: builds the mpirun\n"
+      "command (Open MPI 5 with ULFM) and runs it. If a rank dies (crash, kill, out\n"
+      "of memory), the other ranks carry on: ringmend shrinks the job and finishes\n"
+      "the interrupted collective with the survivors. Losing a whole node still ends\n"
+      "the job (Open MPI 5.0's runtime aborts it).\n"
+      "\n"
+      "Inside a Slurm allocation (salloc, sbatch) the ranks go on the allocation's\n"
+      "nodes, as many on each as Slurm gave it task slots (SLURM_JOB_NODELIST,\n"
+      "SLURM_TASKS_PER_NODE). Outside Slurm they run on this machine.\n"
+      "\n"
+      "Examples (after: salloc -N 4 --ntasks-per-node=8)\n"
+      "  ringmend-run ./train                     32 ranks, 8 on each node\n"
+      "  ringmend-run -n 12 ./train               12 ranks: 8 on the first node, 4 on the next\n"
+      "  ringmend-run --ranks-per-node 1 ./train  one rank on each of the 4 nodes\n"
+      "  ringmend-run --network-check ./train     measure the nodes first; leave out a slow one\n"
+      "  ringmend-run --dry-run ./train           print the mpirun command, run nothing\n"
+      "In a batch script:\n"
+      "  #SBATCH --nodes=2 --ntasks-per-node=4\n"
+      "  ringmend-run ./train --epochs=10\n"
+      "\n"
+      "Placement\n"
+      "  -n, --np N              ranks (default: every task slot; outside Slurm: every CPU)\n"
+      "  -N, --nodes N           use the first N nodes of the allocation, ranks spread evenly\n"
+      "      --ranks-per-node R  R ranks on each node used\n"
+      "      --oversubscribe     allow more ranks than slots (each rank gets less than a CPU)\n"
+      "Fault tolerance\n"
+      "      --no-ft             launch without it: a rank failure then ends the job\n"
+      "Network pre-check\n"
+      "      --network-check     before the program starts, one rank per node measures\n"
+      "                          latency and bandwidth between every pair of nodes and\n"
+      "                          each node's memory copy rate, prints a table, and leaves\n"
+      "                          out a node far slower than the others; the program\n"
+      "                          then runs on the nodes that passed (--dry-run only\n"
+      "                          shows the check's command)\n"
+      "      --network-check-ratio R   far slower = below R x the median node (default 0.5;\n"
+      "                          with two nodes, the better one is the reference)\n"
+      "      --network-check-min-bw M  also leave out a node whose links give < M MB/s\n"
+      "      --network-check-seconds S time for each measurement (default 0.15)\n"
+      "      --network-check-timeout S give up when the check takes longer (default 120)\n"
+      "      --network-check-only      run the check, print the table, exit\n"
+      "mpirun\n"
+      "  -x VAR[=VALUE]          set or forward an environment variable for every rank\n"
+      "      --mca NAME VALUE    an MCA parameter (e.g. --mca btl_tcp_if_include ib0)\n"
+      "      --mpirun-arg ARG    any other mpirun argument, as is (repeatable)\n"
+      "      --mpirun PATH       the mpirun to use\n"
+      "      --dry-run           print the command and exit\n"
+      "Other\n"
+      "  -v, --verbose           also say where mpirun and the FT arguments come from\n"
+      "  -q, --quiet             do not print the command before running it\n"
+      "  -h, --help              this text\n"
+      "      --version           version, and the MPI ringmend was built with\n"
+      "\n"
+      "Environment\n"
+      "  MPIEXEC                the mpirun to use; otherwise the one ringmend was built\n"
+      "                         with, %s,\n"
+      "                         else mpirun on PATH.\n"
+      "                         It must be Open MPI 5 with ULFM (checked with ompi_info).\n"
+      "  RINGMEND_FT_ARGS_FILE  the FT mpirun arguments (default share/ringmend/ft_mpirun_args.txt)\n"
+      "  RINGMEND_*             forwarded to every rank (-x)\n"
+      "\n"
+      "srun: 'srun --mpi=pmix ./app' runs a ringmend program too, but without fault\n"
+      "tolerance: Slurm ends the whole job step as soon as one rank dies, so no\n"
+      "survivor is left to recover. ringmend says so when it starts that way.\n"
+      "\n"
+      "Exit status: mpirun's; 2 when the job could not be started (the message says why).\n",
+      RINGMEND_RUN_MPIEXEC[0] ? RINGMEND_RUN_MPIEXEC : "none recorded");
+}
+
+int to_count(const char* opt, const char* v) {
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(v, &end, 10);
+  if (end == v || *end || errno || n < 1 || n > 10000000)
+    throw Fatal{std::string(opt) + " wants a whole number of at least 1, got '" + v + "'"};
+  return static_cast<int>(n);
+}
+
+double to_number(const char* opt, const char* v, double min, double max, const char* range) {
+  char* end = nullptr;
+  const double d = std::strtod(v, &end);
+  if (end == v || *end || !(d >= min && d <= max))
+    throw Fatal{std::string(opt) + " wants a number " + range + ", got '" + v + "'"};
+  return d;
+}
+
+enum LongOnly {
+  kRanksPerNode = 1000,
+  kOversubscribe,
+  kNoFt,
+  kDryRun,
+  kNetCheck,
+  kNetRatio,
+  kNetMinBw,
+  kNetSeconds,
+  kNetTimeout,
+  kNetOnly,
+  kMca,
+  kMpirunArg,
+  kMpirun,
+  kVersion,
+};
+
+Options parse(int argc, char** argv) {
+  static const option longs[] = {
+      {"np", required_argument, nullptr, 'n'},
+      {"ntasks", required_argument, nullptr, 'n'},
+      {"nodes", required_argument, nullptr, 'N'},
+      {"ranks-per-node", required_argument, nullptr, kRanksPerNode},
+      {"ntasks-per-node", required_argument, nullptr, kRanksPerNode},
+      {"oversubscribe", no_argument, nullptr, kOversubscribe},
+      {"no-ft", no_argument, nullptr, kNoFt},
+      {"dry-run", no_argument, nullptr, kDryRun},
+      {"network-check", no_argument, nullptr, kNetCheck},
+      {"network-check-ratio", required_argument, nullptr, kNetRatio},
+      {"network-check-min-bw", required_argument, nullptr, kNetMinBw},
+      {"network-check-seconds", required_argument, nullptr, kNetSeconds},
+      {"network-check-timeout", required_argument, nullptr, kNetTimeout},
+      {"network-check-only", no_argument, nullptr, kNetOnly},
+      {"mca", required_argument, nullptr, kMca},
+      {"mpirun-arg", required_argument, nullptr, kMpirunArg},
+      {"mpirun", required_argument, nullptr, kMpirun},
+      {"verbose", no_argument, nullptr, 'v'},
+      {"quiet", no_argument, nullptr, 'q'},
+      {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, kVersion},
+      {nullptr, 0, nullptr, 0},
+  };
+  Options o;
+  opterr = 0;
+  int c;
+  // '+': stop at the program name, so that its own options stay its own.
+  while ((c = getopt_long(argc, argv, "+:n:N:x:vqh", longs, nullptr)) != -1) {
+    const char* name = argv[optind - 1];
+    switch (c) {
+      case 'n':
+        o.placement.ranks = to_count("-n/--np", optarg);
+        break;
+      case 'N':
+        o.placement.nodes = to_count("-N/--nodes", optarg);
+        break;
+      case kRanksPerNode:
+        o.placement.ranks_per_node = to_count("--ranks-per-node", optarg);
+        break;
+      case kOversubscribe:
+        o.placement.oversubscribe = true;
+        break;
+      case kNoFt:
+        o.fault_tolerance = false;
+        break;
+      case kDryRun:
+        o.dry_run = true;
+        break;
+      case kNetCheck:
+        o.network_check = true;
+        break;
+      case kNetRatio:
+        o.rule.ratio = to_number("--network-check-ratio", optarg, 0.01, 1, "from 0.01 to 1");
+        o.network_check = true;
+        break;
+      case kNetMinBw:
+        o.rule.min_link_mbs = to_number("--network-check-min-bw", optarg, 0, 1e9, "of MB/s, 0 or more");
+        o.network_check = true;
+        break;
+      case kNetSeconds:
+        o.check_seconds = to_number("--network-check-seconds", optarg, 0.01, 60, "from 0.01 to 60");
+        break;
+      case kNetTimeout:
+        o.check_timeout =
+            to_number("--network-check-timeout", optarg, 1, 86400, "of seconds from 1 to 86400");
+        break;
+      case kNetOnly:
+        o.network_check = o.network_check_only = true;
+        break;
+      case 'x':
+        o.extra.insert(o.extra.end(), {"-x", optarg});
+        break;
+      case kMca:
+        if (optind >= argc) throw Fatal{"--mca wants a name and a value: --mca NAME VALUE"};
+        o.extra.insert(o.extra.end(), {"--mca", optarg, argv[optind++]});
+        break;
+      case kMpirunArg:
+        o.extra.push_back(optarg);
+        break;
+      case kMpirun:
+        o.mpirun = optarg;
+        break;
+      case 'v':
+        o.verbose = true;
+        break;
+      case 'q':
+        o.quiet = true;
+        break;
+      case 'h':
+        usage(stdout);
+        std::exit(0);
+      case kVersion:
+        std::printf("ringmend-run %s\nbuilt with the MPI of %s\n", RINGMEND_RUN_VERSION,
+                    RINGMEND_RUN_MPIEXEC[0] ? RINGMEND_RUN_MPIEXEC : "(no mpirun recorded)");
+        std::exit(0);
+      case ':':
+        throw Fatal{std::string(name) + " needs a value (see ringmend-run --help)"};
+      default:
+        throw Fatal{"unknown option '" + std::string(name) +
+                    "' (see ringmend-run --help; other mpirun options go through --mpirun-arg)"};
+    }
+  }
+  for (int i = optind; i < argc; ++i) o.program.emplace_back(argv[i]);
+  if (o.program.empty() && !o.network_check_only)
+    throw Fatal{
+        "no program given. Usage: ringmend-run [options] program [arguments]; see ringmend-run --help"};
+  return o;
+}
+
+// --- running helper commands ------------------------------------------------
+
+struct Captured {
+  int status = -1;  // exit status; -1: could not run or timed out
+  std::string output;
+};
+
+// Runs argv (no shell) with stdout and stderr captured, for at most `seconds`.
+Captured capture(const std::vector<std::string>& args, double seconds) {
+  Captured out;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return out;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return out;
+  }
+  if (pid == 0) {
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    std::vector<char*> av;
+    for (const auto& a : args) av.push_back(const_cast<char*>(a.c_str()));
+    av.push_back(nullptr);
+    ::execv(av[0], av.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  char buf[4096];
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    out.output.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  if (WIFEXITED(st)) out.status = WEXITSTATUS(st);
+  return out;
+}
+
+bool executable_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+std::string on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string p = path ? path : "/usr/bin:/bin";
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = p.find(':', start);
+    std::string dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (dir.empty()) dir = ".";
+    if (executable_file(dir + "/" + name)) return dir + "/" + name;
+    if (end == std::string::npos) return {};
+    start = end + 1;
+  }
+}
+
+std::string directory_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::string self_directory() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  return directory_of(std::string(buf, static_cast<std::size_t>(n)));
+}
+
+std::string real_path(const std::string& p) {
+  char* r = ::realpath(p.c_str(), nullptr);
+  if (!r) return p;
+  std::string s = r;
+  std::free(r);
+  return s;
+}
+
+// --- mpirun and its fault tolerance -------------------------------------------
+
+struct Mpirun {
+  std::string path;
+  std::string from;     // where the choice came from, for messages
+  std::string version;  // "5.0.7"
+};
+
+Mpirun find_mpirun(const Options& o) {
+  auto checked = [](const std::string& path, const std::string& from) -> Mpirun {
+    std::string p = path;
+    if (p.find('/') == std::string::npos) {
+      p = on_path(path);
+      if (p.empty()) throw Fatal{from + " names '" + path + "', which is not on PATH"};
+    }
+    if (!executable_file(p)) throw Fatal{from + " names '" + path + "', which is not an executable file"};
+    return {p, from, {}};
+  };
+  if (!o.mpirun.empty()) return checked(o.mpirun, "--mpirun");
+  if (const char* e = std::getenv("MPIEXEC"); e && *e) return checked(e, "MPIEXEC");
+  const std::string built = RINGMEND_RUN_MPIEXEC;
+  if (!built.empty() && executable_file(built)) return {built, "the MPI ringmend was built with", {}};
+  const std::string found = on_path("mpirun");
+  if (!found.empty()) return {found, "PATH", {}};
+  throw Fatal{"no mpirun found: MPIEXEC is not set, " +
+              (built.empty() ? std::string("no mpirun was recorded when ringmend was built")
+                             : "the one ringmend was built with (" + built + ") is gone") +
+              ", and there is none on PATH. ringmend needs Open MPI 5 with ULFM (scripts/bootstrap.sh builds "
+              "one); point MPIEXEC at its bin/mpirun, or load its module"};
+}
+
+// Open MPI, and with `need_ulfm` version 5+ built with the ftmpi extension.
+void check_mpirun(Mpirun& m, bool need_ulfm, bool verbose) {
+  const Captured v = capture({m.path, "--version"}, 20);
+  const std::string first = v.output.substr(0, v.output.find('\n'));
+  const auto at = v.output.find("(Open MPI) ");
+  if (v.status != 0 || at == std::string::npos)
+    throw Fatal{"'" + m.path + "' (from " + m.from + ") is not Open MPI's mpirun" +
+                (first.empty() ? std::string() : " (it says: " + first + ")") +
+                ". ringmend launches with Open MPI 5 built with ULFM (scripts/bootstrap.sh builds one); set "
+                "MPIEXEC to its bin/mpirun"};
+  m.version = v.output.substr(at + 11, v.output.find_first_of(" \n", at + 11) - (at + 11));
+  if (!need_ulfm) return;
+  const int major = std::atoi(m.version.c_str());
+  if (major < 5)
+    throw Fatal{"'" + m.path + "' is Open MPI " + m.version +
+                ", which has no ULFM fault tolerance (it arrived in Open MPI 5.0). Use Open MPI 5 built with "
+                "--with-ft=ulfm (set MPIEXEC), or launch without fault tolerance: --no-ft"};
+  // ompi_info sits beside mpirun; its mpi_ext list names ftmpi when ULFM is built in.
+  std::string info;
+  for (const auto& dir : {directory_of(real_path(m.path)), directory_of(m.path)})
+    if (executable_file(dir + "/ompi_info")) {
+      info = dir + "/ompi_info";
+      break;
+    }
+  if (info.empty()) {
+    std::fprintf(stderr, "ringmend-run: warning: no ompi_info beside %s; cannot confirm that it has ULFM\n",
+                 m.path.c_str());
+    return;
+  }
+  const Captured i = capture({info, "--parsable"}, 30);
+  bool ulfm = false;
+  std::size_t pos = 0;
+  while (pos < i.output.size()) {
+    const std::size_t end = i.output.find('\n', pos);
+    const std::string line = i.output.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (line.rfind("options:mpi_ext:", 0) == 0 && line.find("ftmpi") != std::string::npos) ulfm = true;
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  if (!ulfm)
+    throw Fatal{"'" + m.path + "' is Open MPI " + m.version + " built without ULFM fault tolerance (" + info +
+                " --parsable lists no ftmpi extension). Rebuild Open MPI with --with-ft=ulfm "
+                "(scripts/bootstrap.sh does), or launch without fault tolerance: --no-ft"};
+  if (verbose)
+    std::fprintf(stderr, "ringmend-run: %s is Open MPI %s with ULFM\n", m.path.c_str(), m.version.c_str());
+}
+
+struct FtArgs {
+  std::vector<std::string> args;
+  std::string source;
+};
+
+std::optional<std::vector<std::string>> read_args_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos || line[b] == '#') continue;
+    const auto e = line.find_last_not_of(" \t\r");
+    out.push_back(line.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+// The one list of FT arguments: the installed file (so that a site can
+// adapt it without rebuilding), in the build tree the source file, else the
+// copy compiled in from that same file.
+FtArgs fault_tolerance_args(const std::string& self_dir) {
+  std::vector<std::string> candidates;
+  if (const char* e = std::getenv("RINGMEND_FT_ARGS_FILE"); e && *e) {
+    auto a = read_args_file(e);
+    if (!a) throw Fatal{std::string("RINGMEND_FT_ARGS_FILE='") + e + "' cannot be read"};
+    if (a->empty()) throw Fatal{std::string("RINGMEND_FT_ARGS_FILE='") + e + "' holds no arguments"};
+    return {*a, e};
+  }
+  candidates.push_back(self_dir + "/" RINGMEND_RUN_BIN_TO_DATA "/ft_mpirun_args.txt");
+  if (real_path(self_dir) == real_path(RINGMEND_RUN_BUILD_DIR))
+    candidates.push_back(RINGMEND_RUN_FT_ARGS_SOURCE);
+  for (const auto& c : candidates)
+    if (auto a = read_args_file(c); a && !a->empty()) return {*a, real_path(c)};
+  return {std::vector<std::string>(RINGMEND_RUN_FT_ARGS), "the copy built into ringmend-run"};
+}
+
+std::string find_netcheck(const std::string& self_dir) {
+  if (const char* e = std::getenv("RINGMEND_NETCHECK"); e && *e) {
+    if (!executable_file(e))
+      throw Fatal{std::string("RINGMEND_NETCHECK='") + e + "' is not an executable file"};
+    return e;
+  }
+  for (const auto& c :
+       {self_dir + "/ringmend-netcheck", self_dir + "/" RINGMEND_RUN_BIN_TO_LIBEXEC "/ringmend-netcheck"})
+    if (executable_file(c)) return real_path(c);
+  throw Fatal{"the network check program ringmend-netcheck is missing (looked beside ringmend-run and in " +
+              real_path(self_dir + "/" RINGMEND_RUN_BIN_TO_LIBEXEC) + ")"};
+}
+
+void check_program(const std::string& program) {
+  if (program.find('/') != std::string::npos) {
+    struct stat st {};
+    if (::stat(program.c_str(), &st) != 0)
+      throw Fatal{"the program '" + program + "' does not exist (build it first, or check the path)"};
+    if (S_ISDIR(st.st_mode)) throw Fatal{"the program '" + program + "' is a directory"};
+    if (::access(program.c_str(), X_OK) != 0) throw Fatal{"the program '" + program + "' is not executable"};
+    return;
+  }
+  if (on_path(program).empty())
+    throw Fatal{"the program '" + program + "' is not on PATH (give a path, e.g. ./" + program + ")"};
+}
+
+int local_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+// The runtime's settings (RINGMEND_TIMEOUT, RINGMEND_FAULT, ...) for -x.
+// Under Slurm and on this machine the ranks inherit the environment anyway;
+// -x also carries them where mpirun starts daemons another way. The
+// variables that describe the installation stay out of the command.
+std::vector<std::string> ringmend_variables() {
+  static const char* const kNotForRanks[] = {"RINGMEND_ROOT",         "RINGMEND_VERSION",
+                                             "RINGMEND_MPI",          "RINGMEND_MPIEXEC",
+                                             "RINGMEND_FT_ARGS_FILE", "RINGMEND_NETCHECK"};
+  std::vector<std::string> names;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "RINGMEND_", 9) == 0) {
+      const char* eq = std::strchr(*e, '=');
+      std::string name(*e, eq ? static_cast<std::size_t>(eq - *e) : std::strlen(*e));
+      if (std::none_of(std::begin(kNotForRanks), std::end(kNotForRanks),
+                       [&](const char* n) { return name == n; }))
+        names.push_back(std::move(name));
+    }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// --- the network check ----------------------------------------------------------
+
+volatile sig_atomic_t g_child_group = 0;
+
+void forward_signal(int sig) {
+  if (g_child_group > 0) ::kill(-g_child_group, sig);
+}
+
+// The check's own mpirun command: one rank on each of `nodes`.
+std::vector<std::string> network_check_command(const std::vector<std::string>& nodes,
+                                               const CommandOptions& base, const Options& o,
+                                               const std::string& self_dir) {
+  Placement one_each;
+  for (const auto& n : nodes) one_each.hosts.push_back({n, 1});
+  one_each.ranks = static_cast<int>(nodes.size());
+  CommandOptions c = base;
+  c.cpus_per_task = 1;
+  c.oversubscribe = false;
+  c.forward_env.clear();
+  char ratio[32], floor[32], secs[32];
+  std::snprintf(ratio, sizeof ratio, "--ratio=%g", o.rule.ratio);
+  std::snprintf(floor, sizeof floor, "--min-bw=%g", o.rule.min_link_mbs);
+  std::snprintf(secs, sizeof secs, "--seconds=%g", o.check_seconds);
+  c.program = {find_netcheck(self_dir), "--nodes=" + compress_hostlist(nodes), ratio, floor, secs};
+  return mpirun_command(one_each, c);
+}
+
+// Runs the check on `nodes`, prints its table, returns its verdict.
+NetcheckReport run_network_check(const std::vector<std::string>& nodes, const CommandOptions& base,
+                                 const Options& o, const std::string& self_dir) {
+  const auto cmd = network_check_command(nodes, base, o, self_dir);
+  if (!o.quiet) std::fprintf(stderr, "ringmend-run: network check: %s\n", shell_join(cmd).c_str());
+  std::fflush(stdout);
+
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw Fatal{"network check: pipe failed"};
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Fatal{"network check: fork failed"};
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(fds[1], 1);
+    std::vector<char*> av;
+    for (const auto& a : cmd) av.push_back(const_cast<char*>(a.c_str()));
+    av.push_back(nullptr);
+    ::execv(av[0], av.data());
+    std::fprintf(stderr, "ringmend-run: cannot run %s: %s\n", av[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  g_child_group = pid;
+  struct sigaction sa {};
+  sa.sa_handler = forward_signal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::close(fds[1]);
+
+  NetcheckReport report;
+  std::string pending;
+  const auto start = std::chrono::steady_clock::now();
+  bool timed_out = false;
+  char buf[4096];
+  for (;;) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed > o.check_timeout) {
+      timed_out = true;
+      ::kill(-pid, SIGTERM);
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    if (::poll(&p, 1, 200) <= 0) continue;
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    pending.append(buf, static_cast<std::size_t>(n));
+    for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+      const std::string line = pending.substr(0, nl + 1);
+      pending.erase(0, nl + 1);
+      if (!parse_result_line(line, report)) std::fputs(line.c_str(), stdout);
+    }
+    std::fflush(stdout);
+  }
+  ::close(fds[0]);
+  int st = 0;
+  for (int waited = 0; ::waitpid(pid, &st, WNOHANG) == 0; ++waited) {
+    if (waited == 50) ::kill(-pid, SIGKILL);
+    ::usleep(100000);
+  }
+  g_child_group = 0;
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+  if (timed_out)
+    throw Fatal{"the network check did not finish within " +
+                std::to_string(static_cast<int>(o.check_timeout)) +
+                " s (--network-check-timeout); a node or the network between them may be down"};
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || (report.nodes.empty() && report.error.empty()))
+    throw Fatal{"the network check failed (mpirun exit status " +
+                std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)) +
+                "); its output is above"};
+  if (!report.error.empty()) throw Fatal{"network check: " + report.error};
+  return report;
+}
+
+int run(int argc, char** argv) {
+  Options o = parse(argc, argv);
+  const std::string self_dir = self_directory();
+
+  SlurmEnvironment env;
+  try {
+    env = read_slurm_environment();
+  } catch (const EnvironmentError& e) {
+    throw Fatal{std::string("cannot read the Slurm allocation: ") + e.what()};
+  }
+  if (env.allocation && env.task)
+    throw Fatal{
+        "ringmend-run runs inside job step " + env.allocation->job_id + "." + env.task->step_id +
+        " (a task started by srun). Run it directly in the batch script or the salloc shell: it starts "
+        "its own job step through mpirun, and a step inside a step waits for resources forever. "
+        "(Without fault tolerance, srun can start the program itself: srun --mpi=pmix ./app)"};
+
+  if (o.fault_tolerance && !RINGMEND_RUN_HAVE_ULFM)
+    throw Fatal{
+        "this ringmend was built against an MPI without ULFM (RINGMEND_REQUIRE_ULFM=OFF), so its programs "
+        "cannot survive a rank failure. Launch with --no-ft, or rebuild ringmend with Open MPI 5 and ULFM"};
+  if (!o.network_check_only) check_program(o.program[0]);
+  Mpirun mpirun = find_mpirun(o);
+  check_mpirun(mpirun, o.fault_tolerance, o.verbose);
+  FtArgs ft;
+  if (o.fault_tolerance) ft = fault_tolerance_args(self_dir);
+  if (o.verbose) {
+    std::fprintf(stderr, "ringmend-run: mpirun: %s (from %s)\n", mpirun.path.c_str(), mpirun.from.c_str());
+    if (o.fault_tolerance) std::fprintf(stderr, "ringmend-run: FT arguments from %s\n", ft.source.c_str());
+  }
+
+  CommandOptions c;
+  c.mpirun = mpirun.path;
+  c.as_root = ::geteuid() == 0;
+  c.ft_args = ft.args;
+  c.oversubscribe = o.placement.oversubscribe;
+  c.forward_env = ringmend_variables();
+  c.extra = o.extra;
+  c.program = o.program;
+
+  Placement placement;
+  std::string where;
+  if (env.allocation) {
+    const Allocation& a = *env.allocation;
+    c.cpus_per_task = a.cpus_per_task;
+    std::vector<NodeSlots> nodes;
+    for (std::size_t i = 0; i < a.nodes.size(); ++i) nodes.push_back({a.nodes[i], a.slots[i]});
+    std::vector<std::string> excluded;
+    if (o.network_check) {
+      std::vector<std::string> names;
+      for (const auto& n : nodes)
+        if (n.count > 0) names.push_back(n.name);
+      if (names.size() < 2) {
+        std::printf("network check: the allocation has one node; nothing to compare\n");
+      } else if (o.dry_run) {
+        // A dry run starts nothing: it shows the check, and the command for
+        // the case where every node passes.
+        std::printf(
+            "# network check (not run by --dry-run; it may leave nodes out of the command below):\n# %s\n",
+            shell_join(network_check_command(names, c, o, self_dir)).c_str());
+      } else {
+        const NetcheckReport report = run_network_check(names, c, o, self_dir);
+        for (const auto& v : report.nodes)
+          if (v.drop) {
+            excluded.push_back(v.node);
+            std::fprintf(stderr, "ringmend-run: network check: dropping node %s: %s\n", v.node.c_str(),
+                         v.reason.c_str());
+          }
+        std::erase_if(nodes, [&](const NodeSlots& n) {
+          return std::find(excluded.begin(), excluded.end(), n.name) != excluded.end();
+        });
+        if (excluded.empty()) std::fprintf(stderr, "ringmend-run: network check: every node passed\n");
+      }
+      std::fflush(stdout);
+      if (o.network_check_only) return 0;
+    }
+    try {
+      placement = place_in_allocation(nodes, o.placement, a.slots_source, excluded);
+    } catch (const LaunchError& e) {
+      throw Fatal{e.what()};
+    }
+    where = "Slurm job " + a.job_id + ": " + std::to_string(placement.ranks) + " ranks on " +
+            host_argument(placement);
+    if (!excluded.empty()) where += " (" + compress_hostlist(excluded) + " left out by the network check)";
+  } else {
+    if (o.network_check) {
+      std::printf("network check: not in a Slurm allocation, only this machine; nothing to compare\n");
+      std::fflush(stdout);
+      if (o.network_check_only) return 0;
+    }
+    try {
+      placement = place_locally(local_cpus(), o.placement);
+    } catch (const LaunchError& e) {
+      throw Fatal{e.what()};
+    }
+    where = "not in a Slurm allocation: " + std::to_string(placement.ranks) + " ranks on this machine";
+  }
+  const std::string ft_text = o.fault_tolerance
+                                  ? "fault tolerance on (Open MPI " + mpirun.version + " with ULFM)"
+                                  : "fault tolerance OFF (--no-ft): a rank failure will end the job";
+  const auto cmd = mpirun_command(placement, c);
+  if (o.dry_run) {
+    std::printf("# %s; %s\n%s\n", where.c_str(), ft_text.c_str(), shell_join(cmd).c_str());
+    return 0;
+  }
+  if (!o.quiet) {
+    std::fprintf(stderr, "ringmend-run: %s; %s\nringmend-run: %s\n", where.c_str(), ft_text.c_str(),
+                 shell_join(cmd).c_str());
+    std::fflush(stderr);
+  }
+  std::fflush(stdout);
+  std::vector<char*> av;
+  for (const auto& s : cmd) av.push_back(const_cast<char*>(s.c_str()));
+  av.push_back(nullptr);
+  ::execv(av[0], av.data());
+  throw Fatal{"cannot run " + cmd[0] + ": " + std::strerror(errno)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const Fatal& f) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "ringmend-run: error: %s\n", f.text.c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "ringmend-run: error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,93 @@
+# Sourced by the cluster tests of tests/slurm (bash): the local two-node
+# Slurm cluster of scripts/cluster.sh, a scratch directory, batch jobs that
+# cannot outlive the test, and PASS/FAIL checks.
+#
+# Slurm not installed: the test is skipped (exit 77, reason printed). The
+# cluster not answering: the test fails (the ctest fixture starts it).
+
+export SLURM_CONF=${SLURM_CONF:-${RINGMEND_CLUSTER_DIR:-/tmp/ringmend-cluster}/slurm.conf}
+test_name=$(basename "$0" .sh)
+fails=0
+work=$(mktemp -d)
+job_ids=()
+
+skip() {
+  echo "$test_name: SKIPPED: $*"
+  exit 77
+}
+pass() { echo "PASS: $*"; }
+fail() {
+  echo "FAIL: $*"
+  fails=$((fails + 1))
+}
+finish() {
+  [ "$fails" -eq 0 ] || { echo "$test_name: $fails check(s) failed"; exit 1; }
+  echo "$test_name: all checks passed"
+  exit 0
+}
+
+cleanup_jobs() {
+  local id
+  for id in "${job_ids[@]}"; do timeout -k 2 10 scancel "$id" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup_jobs EXIT
+
+need_cluster() {
+  local c nodes
+  for c in sbatch salloc srun sinfo scontrol scancel; do
+    command -v "$c" >/dev/null 2>&1 ||
+      skip "Slurm is not installed ('$c' not found); run scripts/bootstrap.sh --with-cluster-tools"
+  done
+  if ! nodes=$(timeout -k 2 10 sinfo -h -N -o '%N' 2>/dev/null | sort -u | wc -l) || [ "$nodes" -lt 2 ]; then
+    echo "$test_name: no two-node Slurm cluster answers (SLURM_CONF=$SLURM_CONF); start it with scripts/cluster.sh start"
+    exit 1
+  fi
+}
+
+# batch LIMIT OUTFILE SBATCH_OPTIONS... -- SCRIPT_LINE...
+# Submits a batch script made of the lines and waits for it (sbatch --wait),
+# at most LIMIT seconds; a job still there then is cancelled. Sets $rc to the
+# job's exit status (124: too slow) and $out to its output.
+batch() {
+  local limit=$1 outfile=$2 opts=() script
+  shift 2
+  while [ "$1" != "--" ]; do
+    opts+=("$1")
+    shift
+  done
+  shift
+  script=$(mktemp "$work/job.XXXXXX.sh")
+  {
+    echo "#!/bin/bash"
+    printf '%s\n' "$@"
+  } >"$script"
+  chmod +x "$script"
+  timeout -k 5 "$limit" sbatch --wait --parsable -J "ringmend-$test_name" -D "$work" -o "$outfile" \
+    --time=$(((limit + 59) / 60 + 1)) "${opts[@]}" "$script" >"$script.id" 2>"$script.err"
+  rc=$?
+  local id
+  id=$(head -n 1 "$script.id" | cut -d';' -f1)
+  [ -n "$id" ] && job_ids+=("$id")
+  out=$(cat "$outfile" 2>/dev/null)
+  [ "$rc" -eq 124 ] && out+=$'\n'"(the job did not finish within $limit s)"
+  [ -s "$script.err" ] && out+=$'\n'"sbatch: $(cat "$script.err")"
+}
+
+# has NAME STRING...: every STRING is in $out.
+has() {
+  local name=$1 s
+  shift
+  for s in "$@"; do grep -qF -- "$s" <<<"$out" || { fail "$name: no '$s' in the output"; return 1; }; done
+  pass "$name"
+}
+
+# The nodes of the local cluster share this machine's /tmp. Slurm's PMIx
+# plugin (srun --mpi=pmix) makes a per-step directory in the node's TmpFS;
+# unless TmpFS names the node (%n), the second node finds the first one's
+# directory and its tasks fail to start. Prints how many nodes srun can use.
+srun_nodes() {
+  local tmpfs
+  tmpfs=$(timeout -k 2 10 scontrol show config 2>/dev/null | sed -n 's/^TmpFS *= *//p')
+  if [[ "$tmpfs" == *%n* ]]; then echo 2; else echo 1; fi
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# srun direct launch (no fault tolerance): `srun --mpi=pmix ./app` inside an
+# allocation runs the training example correctly, and ringmend says once
+# that fault tolerance is off. Then the reason it is off: when one task dies
+# under srun, Slurm ends the whole step.
+#   srun_mode.sh TRAIN_LOGREG
+set -u
+train=$1
+. "$(dirname "$0")/cluster_lib.sh"
+need_cluster
+
+nodes=$(srun_nodes)
+if [ "$nodes" -eq 1 ]; then
+  echo "note: this cluster's TmpFS does not name the node (%n), and both of its nodes share /tmp, where"
+  echo "note: Slurm's PMIx plugin makes one directory per step and node: srun runs on one node here"
+fi
+tasks=$((2 * nodes))
+batch 120 "$work/srun.out" -N "$nodes" --ntasks-per-node=2 --overcommit -- \
+  "export RINGMEND_TIMEOUT=60" \
+  "srun --mpi=pmix -n $tasks '$train' --steps=20"
+echo "$out"
+echo "----"
+if [ "$rc" -eq 0 ]; then pass "srun job succeeded"; else fail "srun job's exit status is $rc"; fi
+has "srun started one job of $tasks ranks" "train_logreg: $tasks ranks" "MATCHES the reference"
+notices=$(grep -c '^\[ringmend\] fault tolerance OFF' <<<"$out")
+if [ "$notices" -eq 1 ]; then pass "one notice that fault tolerance is off"; else fail "$notices notices, expected 1"; fi
+
+# Task 1 is SIGKILLed 3 s into a long run: the step ends, no survivor finishes.
+batch 120 "$work/kill.out" -N 1 --ntasks-per-node=2 --overcommit -- \
+  "export RINGMEND_TIMEOUT=60" \
+  "srun --mpi=pmix -n 2 bash -c 'if [ \$SLURM_PROCID = 1 ]; then (sleep 3; kill -9 \$\$) & fi; exec \"$train\" --steps=100000000'"
+echo "$out" | grep -v '^step ' | grep -v '^\[.*\] \[ *[0-9]*\]'
+echo "----"
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then pass "the step failed (exit status $rc)"; else fail "exit status $rc"; fi
+if grep -q "final loss" <<<"$out"; then fail "a survivor finished under srun"; else pass "no survivor finished"; fi
+finish
