@@ -236,7 +236,7 @@ def throughput(runs):
     return out, roof_out, p2p_out, wrong_out, gloo_version
 
 
-RINGMEND_PHASES = ["detect", "recovery", "reexec", "first"]
+RINGMEND_PHASES = ["detect", "shrink", "rebuild", "recovery", "reexec", "first"]
 ULFM_PHASES = ["detect", "revoke", "shrink", "agree", "first"]
 
 
@@ -377,14 +377,15 @@ def write_table(d, mach, summary):
         )
         L.append("")
         L.append(
-            "| ranks | detect | agree+shrink+rebuild | re-execution | death → first collective | "
+            "| ranks | detect | revoke+shrink | rebuild | agree+shrink+rebuild | re-execution | death → first collective | "
             "ULFM detect | ULFM shrink | ULFM agree | ULFM death → first MPI_Allreduce | restart with N−1 ranks |"
         )
-        L.append("|" + "---|" * 10)
+        L.append("|" + "---|" * 12)
         for n, e in rec.items():
             rm, ul, rs = e["ringmend"], e["ulfm"], e["restart"]
             L.append(
-                f"| {n} | {cell_ms(rm.get('detect'))} | {cell_ms(rm.get('recovery'))} | {cell_ms(rm.get('reexec'))} | "
+                f"| {n} | {cell_ms(rm.get('detect'))} | {cell_ms(rm.get('shrink'))} | {cell_ms(rm.get('rebuild'))} | "
+                f"{cell_ms(rm.get('recovery'))} | {cell_ms(rm.get('reexec'))} | "
                 f"{cell_ms(rm.get('first'))} | {cell_ms(ul.get('detect'))} | {cell_ms(ul.get('shrink'))} | "
                 f"{cell_ms(ul.get('agree'))} | {cell_ms(ul.get('first'))} | {cell_ms(rs.get('wall'))} |"
             )
@@ -492,6 +493,8 @@ def write_plots(d, summary):
         f = "recovery.dat"
         series = [
             ("ringmend", "detect", "ringmend: detect"),
+            ("ringmend", "shrink", "ringmend: revoke+shrink"),
+            ("ringmend", "rebuild", "ringmend: rebuild (plan, shared memory, endpoints, agree)"),
             ("ringmend", "recovery", "ringmend: agree+shrink+rebuild"),
             ("ringmend", "first", "ringmend: death -> first collective"),
             ("ulfm", "shrink", "ULFM: MPIX_Comm_shrink alone"),
@@ -520,7 +523,7 @@ def write_plots(d, summary):
         plots = []
         for i, (_, _, title) in enumerate(series):
             c = 2 + 3 * i
-            color = ["#9467bd", "#17becf", "#1f77b4", "#ff7f0e", "#d62728", "#000000"][i]
+            color = ["#9467bd", "#17becf", "#1f77b4", "#2ca02c", "#8c564b", "#ff7f0e", "#d62728", "#000000"][i]
             plots.append(
                 f"'{f}' using 1:{c}:{c + 1}:{c + 2} with yerrorlines lc rgb '{color}' pt {5 + i} ps 0.8 title '{title}'"
             )
@@ -584,7 +587,8 @@ def report(d):
             "One job per round: N ranks start, settle, and one rank (the middle one) SIGKILLs itself in the "
             f"{params.get('phase', '?')} phase of an allreduce; a phase's figure in a round is the largest over "
             "the survivors. detect: death → the survivor starts recovering (callback time − "
-            "MembershipChange::recovery_seconds − death); agree+shrink+rebuild: recovery_seconds; re-execution: "
+            "MembershipChange::recovery_seconds − death); revoke+shrink and rebuild: MembershipChange::shrink_seconds and "
+            "rebuild_seconds, the two parts of agree+shrink+rebuild (recovery_seconds); re-execution: "
             "callback → the interrupted allreduce returns; death → first collective: the interrupted allreduce "
             "completes on the survivors. ULFM columns: the same job in plain MPI (MPIX_Comm_revoke, "
             "MPIX_Comm_shrink and MPIX_Comm_agree timed each). Restart: wall time of `mpirun -np N−1` running "

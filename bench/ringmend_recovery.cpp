@@ -12,7 +12,10 @@
 //     detect     death -> the survivor starts recovering
 //                (= callback time - MembershipChange::recovery_seconds - death)
 //     recovery   MembershipChange::recovery_seconds: revoke, shrink, agree
-//                and rebuild of the rings (failure noticed -> rebuilt)
+//                and rebuild of the rings (failure noticed -> rebuilt), of which
+//       shrink   revoke + MPIX_Comm_shrink (which agrees on the failed set)
+//       rebuild  new plan, node shared memory, UCX endpoints, agreement on
+//                the new epoch
 //     reexec     membership-change callback -> the interrupted allreduce
 //                returns (its re-execution over the survivors)
 //     first      death -> the interrupted allreduce returns
@@ -441,7 +444,7 @@ double sum_of_inputs(const std::vector<int>& world_ranks) {
 
 struct Seen {
   int calls = 0;
-  double at = 0, recovery_seconds = 0;
+  double at = 0, recovery_seconds = 0, shrink_seconds = 0, rebuild_seconds = 0;
   std::vector<int> lost;
 };
 
@@ -504,11 +507,13 @@ int run_ringmend(const Options& o, int argc, char** argv) {
       seen.at = realtime_now();
       ++seen.calls;
       seen.recovery_seconds = m.recovery_seconds;
+      seen.shrink_seconds = m.shrink_seconds;
+      seen.rebuild_seconds = m.rebuild_seconds;
       seen.lost = m.lost;
     });
     const std::size_t count = o.bytes / sizeof(float);
     std::vector<float> in(count, static_cast<float>(comm.world_rank() + 1)), out(count, 0.f);
-    const std::vector<std::string> names = {"detect", "recovery", "reexec", "first"};
+    const std::vector<std::string> names = {"detect", "shrink", "rebuild", "recovery", "reexec", "first"};
     if (rank == 0) print_header(o, n, names);
 
     for (int k = 0; k < o.rounds; ++k) {
@@ -548,7 +553,10 @@ int run_ringmend(const Options& o, int argc, char** argv) {
       row.death_time_known = died > 0;
       const double start = seen.at - seen.recovery_seconds;
       std::vector<double> mine = {row.death_time_known ? (start - died) * 1e3 : 0,
-                                  seen.recovery_seconds * 1e3, (done - seen.at) * 1e3,
+                                  seen.shrink_seconds * 1e3,
+                                  seen.rebuild_seconds * 1e3,
+                                  seen.recovery_seconds * 1e3,
+                                  (done - seen.at) * 1e3,
                                   row.death_time_known ? (done - died) * 1e3 : 0};
       if (!ok) std::fill(mine.begin(), mine.end(), 0.0);
       summarize(row, names, mine, !ok, wrong, comm.size(), [&](std::vector<double>& v, bool max) {

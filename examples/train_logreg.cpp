@@ -113,9 +113,10 @@ int main(int argc, char** argv) {
     if (m.new_rank != 0) return;
     std::string lost;
     for (int w : m.lost) lost += (lost.empty() ? "" : ", ") + std::to_string(w);
-    std::printf("membership change: lost world rank(s) %s; %d -> %d ranks, epoch %llu; rebuilt in %.1f ms\n",
+    std::printf("membership change: lost world rank(s) %s; %d -> %d ranks, epoch %llu; rebuilt in %.1f ms "
+                "(revoke+shrink %.1f ms, new plan/shared memory/endpoints %.1f ms)\n",
                 lost.c_str(), m.old_size, m.new_size, static_cast<unsigned long long>(m.new_epoch),
-                m.recovery_seconds * 1e3);
+                m.recovery_seconds * 1e3, m.shrink_seconds * 1e3, m.rebuild_seconds * 1e3);
     std::fflush(stdout);
   });
 

@@ -138,7 +138,7 @@ int ringmend_on_membership_change(ringmend_comm* comm, ringmend_membership_callb
       ex.change_lost = m.lost;
       ringmend_membership_change c{m.old_epoch, m.new_epoch, m.old_size, m.new_size, m.new_rank,
                                    static_cast<int>(ex.change_lost.size()), ex.change_lost.data(),
-                                   m.recovery_seconds};
+                                   m.recovery_seconds, m.shrink_seconds, m.rebuild_seconds, m.attempts};
       callback(&c, user);
     });
   });

@@ -258,7 +258,7 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
                   errc >= 0 ? error_text
                             : "a rank failed (" + cause +
                                   ") and this job runs without fault tolerance; launch with "
-                                  "ringmend's FT mpirun arguments and an MPI with ULFM");
+                                  "ringmend-run (or mpirun with ringmend's FT arguments) and an MPI with ULFM");
     MemberState mine;
     mine.seq = static_cast<std::int64_t>(call_seq);
     mine.errc = errc;
@@ -486,6 +486,8 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const MemberStat
   const std::uint64_t old_epoch = epoch;
   const int old_size = size;
   RecoveryOutcome out;
+  double shrink_seconds = 0, rebuild_seconds = 0;
+  int attempts = 0;
   if (config_.verbose) {
     std::string failed;
     for (int r : ulfm::known_failed(ctrl_.get())) failed += " " + std::to_string(r);
@@ -509,7 +511,10 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const MemberStat
     }
     shm_node_.reset();  // the next epoch gets a fresh segment
     int rc = MPI_SUCCESS;
+    const auto shrink_start = Clock::now();
     ulfm::ShrinkOutcome shrunk = ulfm::revoke_and_shrink(ctrl_.get(), rc);
+    shrink_seconds += seconds_since(shrink_start);
+    attempts = attempt + 1;
     if (rc != MPI_SUCCESS) {
       log("shrink failed (" + ulfm::error_string(rc) + "), retrying");
       continue;
@@ -521,22 +526,34 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const MemberStat
     }
     ctrl_ = std::move(shrunk.comm);
     if (faults_.armed()) faults_.at(FaultPhase::Rebuild, current_seq_, attempt, epoch);
-    if (establish(mine, &out.states)) break;
+    const auto rebuild_start = Clock::now();
+    const bool established = establish(mine, &out.states);
+    rebuild_seconds += seconds_since(rebuild_start);
+    if (established) break;
     log("a failure interrupted the rebuild; recovering again");
   }
   ++epoch;
   std::sort(out.lost.begin(), out.lost.end());
-  MembershipChange change{old_epoch, epoch, out.lost, old_size, size, rank, seconds_since(start)};
+  MembershipChange change{old_epoch, epoch, out.lost, old_size, size, rank, seconds_since(start),
+                          shrink_seconds, rebuild_seconds, attempts};
   std::string lost_text;
   for (int w : out.lost) lost_text += (lost_text.empty() ? "" : ",") + std::to_string(w);
-  log("recovered in " + std::to_string(change.recovery_seconds * 1e3) + " ms: lost world ranks [" + lost_text +
-      "], " + std::to_string(old_size) + " -> " + std::to_string(size) + " ranks");
+  log("recovered in " + std::to_string(change.recovery_seconds * 1e3) + " ms (shrink " +
+      std::to_string(shrink_seconds * 1e3) + " ms, rebuild " + std::to_string(rebuild_seconds * 1e3) +
+      " ms, " + std::to_string(attempts) + " attempt(s)): lost world ranks [" + lost_text + "], " +
+      std::to_string(old_size) + " -> " + std::to_string(size) + " ranks");
   for (auto& [id, callback] : callbacks) callback(change);
   return out;
 }
 
 void Communicator::Impl::quiesce() {
-  if (!fault_tolerant_ || !ctrl_) return;
+  if (!ctrl_) return;
+  if (!fault_tolerant_) {
+    // No recovery to serve, but a rank must not close its endpoints while a
+    // peer still receives the last collective's data from it.
+    MPI_Barrier(ctrl_.get());
+    return;
+  }
   for (;;) {
     // A non-blocking agreement, so that a survivor that needs this rank in a
     // recovery (it revokes) is noticed while waiting. A plain failure is

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "runtime/communicator_impl.hpp"
+#include "slurm/environment.hpp"
 
 namespace ringmend {
 
@@ -72,10 +73,11 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 #if RINGMEND_HAVE_ULFM
   impl_->fault_tolerant = ulfm::fault_tolerance_enabled();
-  impl_->ft_status = impl_->fault_tolerant
-                         ? "fault tolerance on (ULFM)"
+  impl_->ft_status = impl_->fault_tolerant ? "fault tolerance on (ULFM)"
+                     : slurm::detect_launcher() == slurm::Launcher::Srun
+                         ? slurm::srun_no_fault_tolerance_notice()
                          : "fault tolerance OFF: this MPI has ULFM but the job was not launched with it "
-                           "(mpirun " + [] {
+                           "(ringmend-run, or mpirun " + [] {
                              std::string s;
                              for (const auto& a : ulfm::ft_mpirun_args()) s += a + " ";
                              return s;
@@ -84,9 +86,13 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
   impl_->ft_status = "fault tolerance OFF: ringmend was built against an MPI without ULFM "
                      "(RINGMEND_REQUIRE_ULFM=OFF); a rank failure will end the job";
 #endif
-  int rank = 0;
+  int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (!impl_->fault_tolerant && rank == 0) std::fprintf(stderr, "[ringmend] %s\n", impl_->ft_status.c_str());
+  // srun without a PMIx server: every task is a 1-rank job. Say so once.
+  if (const std::string alone = slurm::srun_without_pmix_notice(slurm::process_environment(), size); !alone.empty())
+    std::fprintf(stderr, "[ringmend] %s\n", alone.c_str());
   // Where this process runs (read once: loading hwloc's topology takes
   // milliseconds), and the NIC nearest to it for UCX when there are several.
   const topo::Self self = topo::inspect_self();

@@ -56,8 +56,11 @@ PACKAGES=(build-essential cmake ninja-build pkg-config git xz-utils file
   libgtest-dev googletest procps
   libmpich-dev)  # an MPI without ULFM, for the configure test
 if [ "$WITH_CLUSTER_TOOLS" = 1 ]; then
-  # python3: bench/bench_report.py (standard library only)
-  PACKAGES+=(slurmctld slurmd slurm-client lmod libgloo-dev gnuplot-nox python3)
+  # python3: bench/bench_report.py (standard library only); libpmix-dev:
+  # srun --mpi=pmix opens libpmix.so, which only the -dev package ships;
+  # clang + libclang-rt-14-dev: the libFuzzer target of the hostlist parser.
+  PACKAGES+=(slurmctld slurmd slurm-client lmod libgloo-dev gnuplot-nox python3 libpmix-dev
+    clang libclang-rt-14-dev)
 fi
 step "Debian packages (${#PACKAGES[@]})"
 missing=()

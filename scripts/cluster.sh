@@ -65,7 +65,9 @@ port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 write_config() {
   mkdir -p "$DIR/state" "$DIR/log" "$DIR/run"
-  for node in "${NODES[@]}"; do mkdir -p "$DIR/spool/$node"; done
+  # One TmpFS per node: both nodes share /tmp, where srun's PMIx plugin
+  # would otherwise create the same per-step directory twice.
+  for node in "${NODES[@]}"; do mkdir -p "$DIR/spool/$node" "$DIR/tmp/$node"; done
   : >"$DIR/plugstack.conf"
   local user host
   user=$(id -un)
@@ -77,6 +79,7 @@ write_config() {
     echo "SlurmctldPort=$PORT"
     echo "SlurmUser=$user"
     echo "SlurmdUser=$user"
+    echo "TmpFS=$DIR/tmp/%n"
     echo "AuthType=auth/none"
     echo "CredType=cred/none"
     echo "MpiDefault=none"

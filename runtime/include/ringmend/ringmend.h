@@ -44,7 +44,10 @@ typedef struct {
   int old_size, new_size, new_rank;
   int num_lost;
   const int* lost;
-  double recovery_seconds;
+  double recovery_seconds; /* failure noticed -> membership rebuilt, of which: */
+  double shrink_seconds;   /*   revoke + shrink */
+  double rebuild_seconds;  /*   plan, shared memory, endpoints, agreement */
+  int attempts;            /* shrinks needed */
 } ringmend_membership_change;
 
 typedef void (*ringmend_membership_callback)(const ringmend_membership_change* change, void* user);

@@ -38,7 +38,10 @@ struct MembershipChange {
   std::vector<int> lost;       // original ranks lost in this recovery
   int old_size = 0, new_size = 0;
   int new_rank = 0;            // this process's rank in the new membership
-  double recovery_seconds = 0; // failure noticed -> membership rebuilt
+  double recovery_seconds = 0; // failure noticed -> membership rebuilt, of which:
+  double shrink_seconds = 0;   //   revoke + shrink (MPIX_Comm_shrink agrees on the failed set)
+  double rebuild_seconds = 0;  //   new plan, shared memory, UCX endpoints, agreement on the epoch
+  int attempts = 1;            // shrinks needed (more when ranks die during recovery)
 };
 
 class Communicator {
