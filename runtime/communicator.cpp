@@ -454,7 +454,16 @@ std::string Communicator::Impl::open_node_segment(const topo::Plan& plan, const 
   const auto layout = transport::ShmLayout::make(static_cast<int>(local.size()), config_.shm_chunk_bytes,
                                                  kShmDepth, config_.small_bytes);
   try {
-    shm_node_ = transport::ShmNode::open(shm_name_, layout, plan.local, pids, kShmOpenTimeoutSeconds);
+    MPI_Comm comm = ctrl_.get();
+    shm_node_ = transport::ShmNode::open(shm_name_, layout, plan.local, pids, kShmOpenTimeoutSeconds,
+                                         [comm] {
+                                           // The probe drives MPI's progress, which is how a
+                                           // revocation or a failure notice arrives.
+                                           int flag = 0;
+                                           return MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag,
+                                                             MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+                                                  ulfm::is_revoked(comm);
+                                         });
   } catch (const std::exception& e) {
     shm_node_.reset();
     return e.what();

@@ -52,7 +52,8 @@ ShmNode::ShmNode(ShmSegment segment, const ShmLayout& layout, int local, const s
 }
 
 std::unique_ptr<ShmNode> ShmNode::open(const std::string& name, const ShmLayout& layout, int local,
-                                       const std::vector<pid_t>& pids, double timeout_seconds) {
+                                       const std::vector<pid_t>& pids, double timeout_seconds,
+                                       const std::function<bool()>& give_up) {
   if (local == 0) return std::make_unique<ShmNode>(ShmSegment::create(name, layout.total), layout, local, pids);
   PeerWatch creator(std::vector<pid_t>{pids.at(0)});
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
@@ -60,6 +61,7 @@ std::unique_ptr<ShmNode> ShmNode::open(const std::string& name, const ShmLayout&
     if (auto segment = ShmSegment::attach(name, layout.total))
       return std::make_unique<ShmNode>(std::move(*segment), layout, local, pids);
     if (creator.exited() >= 0) throw std::runtime_error("shared memory " + name + ": its creator exited");
+    if (give_up && give_up()) throw std::runtime_error("shared memory " + name + ": the membership is being revoked");
     if (std::chrono::steady_clock::now() > deadline)
       throw std::runtime_error("shared memory " + name + ": not created within " +
                                std::to_string(timeout_seconds) + " s");

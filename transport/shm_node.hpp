@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,11 +58,14 @@ class ShmNode {
   ShmNode(ShmSegment segment, const ShmLayout& layout, int local, const std::vector<pid_t>& pids);
 
   // Opens the node's segment `name`: local rank 0 creates it, the others
-  // attach, retrying for up to `timeout_seconds` while local rank 0 lives.
-  // Throws std::runtime_error saying why it failed. The caller removes the
-  // name (ShmSegment::unlink_name) once every local rank has attached.
+  // attach, retrying for up to `timeout_seconds` while local rank 0 lives
+  // and give_up() is false (e.g. the membership is being revoked: the
+  // creator may never get this far). Throws std::runtime_error saying why it
+  // failed. The caller removes the name (ShmSegment::unlink_name) once every
+  // local rank has attached.
   static std::unique_ptr<ShmNode> open(const std::string& name, const ShmLayout& layout, int local,
-                                       const std::vector<pid_t>& pids, double timeout_seconds);
+                                       const std::vector<pid_t>& pids, double timeout_seconds,
+                                       const std::function<bool()>& give_up = {});
 
   int local() const { return local_; }
   int size() const { return layout_.ranks; }
