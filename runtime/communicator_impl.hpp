@@ -59,6 +59,7 @@ struct Communicator::Impl final : transport::WaitContext {
   // Waits, fault-tolerantly, until every member is finalizing, serving any
   // survivor that still needs the result of a collective this rank finished.
   void quiesce();
+  void warn_unfired_faults() const { faults_.warn_unfired(); }
 
   // WaitContext
   void check() override;

@@ -103,4 +103,14 @@ void FaultInjector::at(FaultPhase phase, std::uint64_t call, int step, std::uint
   }
 }
 
+void FaultInjector::warn_unfired() const {
+  // Every rule here is this rank's, and a rule that fires ends the process:
+  // any rule still here at shutdown never matched.
+  for (const FaultRule& r : rules_)
+    std::fprintf(stderr,
+                 "[ringmend] fault injection: the rule for world rank %d (call %lld, step %d) never fired; "
+                 "no collective reached that phase and step\n",
+                 world_rank_, static_cast<long long>(r.call), r.step);
+}
+
 }  // namespace ringmend

@@ -48,6 +48,9 @@ class FaultInjector {
   bool armed() const { return !rules_.empty(); }
   // Kills the process (SIGKILL) if a rule matches.
   void at(FaultPhase phase, std::uint64_t call, int step, std::uint64_t epoch) const;
+  // Called at shutdown: a rule of this rank that never fired (e.g. a step
+  // that the path taken does not have) is worth a warning, not silence.
+  void warn_unfired() const;
 
  private:
   std::vector<FaultRule> rules_;  // only this rank's

@@ -104,6 +104,7 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
 Runtime::~Runtime() {
   bounded(impl_->config.finalize_timeout_seconds, "finalize", [&] {
     try {
+      impl_->world->impl_->warn_unfired_faults();
       impl_->world->impl_->quiesce();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "[ringmend] while finalizing: %s\n", e.what());

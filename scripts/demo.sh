@@ -13,12 +13,16 @@ mkdir -p "$(dirname "$build")"
 "$top/scripts/build.sh" "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 mpi_home=$(sed -n 's/^MPIEXEC_EXECUTABLE:FILEPATH=//p' "$build/CMakeCache.txt")
 record=$(mktemp)
-trap 'rm -f "$record"' EXIT
 echo
 echo "=== $ranks ranks; world rank $victim will SIGKILL itself during the allreduce of step $step ==="
-# Collective #(step+1) is the allreduce of that step (one allreduce per step).
+# Collective #(step+1) is the allreduce of that step (one allreduce per step);
+# the victim dies as it enters it, before its peers have its contribution.
+out=$(mktemp)
+trap 'rm -f "$record" "$out"' EXIT
 MPIEXEC=$mpi_home timeout -k 5 300 "$top/scripts/ft-mpirun" --oversubscribe -np "$ranks" \
-  -x RINGMEND_FAULT="rank=$victim,call=$((step + 1)),phase=reduce_scatter,step=1" \
+  -x RINGMEND_FAULT="rank=$victim,call=$((step + 1)),phase=start" \
   -x RINGMEND_FAULT_RECORD="$record" \
-  "$build/examples/train_logreg" --steps=60
+  "$build/examples/train_logreg" --steps=60 | tee "$out"
+grep -q "membership change" "$out" ||
+  { echo "=== demo: no rank was lost (is step $step within the 60 steps?) ===" >&2; exit 1; }
 echo "=== job finished with exit status 0 ==="
