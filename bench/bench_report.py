@@ -110,7 +110,9 @@ def machine(out_path, command, mode, mpirun):
     info["git_commit"] = run_text(["git", "rev-parse", "HEAD"], cwd=top)
     info["git_modified"] = bool(run_text(["git", "status", "--porcelain", "--untracked-files=no"], cwd=top))
     ver = run_text([mpirun, "--version"]) if mpirun else ""
-    info["mpirun"] = mpirun
+    # Home-relative, so that a published record names no user's directory.
+    home = os.path.expanduser("~")
+    info["mpirun"] = "~" + mpirun[len(home):] if mpirun and home not in ("", "/") and mpirun.startswith(home + "/") else mpirun
     info["mpirun_version"] = ver.splitlines()[0] if ver else ""
     ucx = run_text(["ucx_info", "-v"])
     info["ucx_version"] = ucx.splitlines()[0].lstrip("# ").replace("Version", "").strip() if ucx else ""
