@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <optional>
 #include <string>
 #include <vector>
@@ -256,7 +257,23 @@ void json_row(rb::JsonWriter& json, const Row& r, const std::string& type, int i
 
 }  // namespace
 
+namespace {
+int run(int argc, char** argv);
+}  // namespace
+
 int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    // A clear message (bad RINGMEND_* or UCX_* value, a failure without
+    // fault tolerance), not std::terminate.
+    std::fprintf(stderr, "ringmend_allreduce: %s\n", e.what());
+    return 1;
+  }
+}
+
+namespace {
+int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
   ringmend::Runtime rt(&argc, &argv);
   ringmend::Communicator& comm = rt.world();
@@ -393,3 +410,4 @@ int main(int argc, char** argv) {
   MPI_Comm_free(&layout.node_comm);
   return status;
 }
+}  // namespace

@@ -65,7 +65,7 @@ UcxContext::UcxContext(const std::string& net_device) {
   params.mt_workers_shared = 0;
   ucs_status_t s = ucp_init(&params, config, &context_);
   ucp_config_release(config);
-  check(s, "ucp_init");
+  check(s, "ucp_init (check the UCX_* environment variables; `ucx_info -c` lists them)");
 }
 
 UcxContext::~UcxContext() {
@@ -77,7 +77,8 @@ UcxChannel::UcxChannel(UcxContext& context, int rank, int size, std::uint32_t ep
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wp.thread_mode = UCS_THREAD_MODE_SINGLE;
-  check(ucp_worker_create(context.get(), &wp, &worker_), "ucp_worker_create");
+  check(ucp_worker_create(context.get(), &wp, &worker_),
+        "ucp_worker_create (check the UCX_* environment variables; `ucx_info -c` lists them)");
   ucp_address_t* addr = nullptr;
   std::size_t len = 0;
   check(ucp_worker_get_address(worker_, &addr, &len), "ucp_worker_get_address");
