@@ -38,6 +38,14 @@ std::optional<std::size_t> parse_bytes(std::string_view text) {
   return static_cast<std::size_t>(v << shift);
 }
 
+std::optional<int> parse_int(std::string_view text, long lo, long hi) {
+  const std::string v(text);
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || end != v.c_str() + v.size() || x < lo || x > hi) return std::nullopt;
+  return static_cast<int>(x);
+}
+
 bool parse_size_range(std::string_view text, std::size_t& min_bytes, std::size_t& max_bytes) {
   const auto colon = text.find(':');
   if (colon == std::string_view::npos) {

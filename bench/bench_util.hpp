@@ -20,6 +20,32 @@ std::optional<std::size_t> parse_bytes(std::string_view text);
 // only MAX is given.
 bool parse_size_range(std::string_view text, std::size_t& min_bytes, std::size_t& max_bytes);
 
+// A whole decimal number in [lo, hi]; nullopt for anything else.
+std::optional<int> parse_int(std::string_view text, long lo, long hi);
+
+// Latency statistics as OSU reports them (valid on rank 0): avg is the mean
+// over ranks of each rank's mean time, min/max the extremes over ranks.
+struct Stats {
+  double avg_us = 0, min_us = 0, max_us = 0;
+};
+
+// Times `iters` calls of call() after `warmup` untimed ones.
+template <class F>
+Stats time_calls(int warmup, int iters, MPI_Comm comm, F&& call) {
+  for (int i = 0; i < warmup; ++i) call();
+  MPI_Barrier(comm);
+  const double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) call();
+  const double mine = (MPI_Wtime() - t0) * 1e6 / iters;
+  int n = 1;
+  MPI_Comm_size(comm, &n);
+  double sum = 0, lo = 0, hi = 0;
+  MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, comm);
+  MPI_Reduce(&mine, &lo, 1, MPI_DOUBLE, MPI_MIN, 0, comm);
+  MPI_Reduce(&mine, &hi, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+  return {sum / n, lo, hi};
+}
+
 // Sizes doubling from `min_bytes` up to `max_bytes`, each rounded down to a
 // multiple of `granule` (at least one granule). A zero minimum gives 0, then
 // starts again at one granule (as osu_latency does).

@@ -57,11 +57,8 @@ const char* program(P2PMode m) {
 }
 
 int parse_int(P2PMode mode, const std::string& opt, const std::string& v, long lo) {
-  char* end = nullptr;
-  const long x = std::strtol(v.c_str(), &end, 10);
-  if (end == v.c_str() || *end != '\0' || x < lo || x > 1000000000)
-    usage(mode, "bad value '" + v + "' for " + opt);
-  return static_cast<int>(x);
+  if (auto x = bench::parse_int(v, lo, 1000000000)) return *x;
+  usage(mode, "bad value '" + v + "' for " + opt);
 }
 
 Options parse(int argc, char** argv, P2PMode mode) {

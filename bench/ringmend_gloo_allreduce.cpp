@@ -61,10 +61,8 @@ struct Options {
 }
 
 int parse_int(const std::string& opt, const std::string& v, long lo) {
-  char* end = nullptr;
-  const long x = std::strtol(v.c_str(), &end, 10);
-  if (end == v.c_str() || *end != '\0' || x < lo || x > 1000000000) usage("bad value '" + v + "' for " + opt);
-  return static_cast<int>(x);
+  if (auto x = rb::parse_int(v, lo, 1000000000)) return *x;
+  usage("bad value '" + v + "' for " + opt);
 }
 
 Options parse(int argc, char** argv) {
@@ -267,25 +265,11 @@ long count_wrong(const std::byte* p, std::size_t count, Type t, double expect) {
   return wrong;
 }
 
-struct Stats {
-  double avg_us = 0, min_us = 0, max_us = 0;
-};
+using rb::Stats;
 
-// OSU semantics: mean over ranks of each rank's mean time; min/max over ranks.
 template <class F>
 Stats time_it(const Options& o, MPI_Comm comm, F&& call) {
-  for (int i = 0; i < o.warmup; ++i) call();
-  MPI_Barrier(comm);
-  const double t0 = MPI_Wtime();
-  for (int i = 0; i < o.iters; ++i) call();
-  const double mine = (MPI_Wtime() - t0) * 1e6 / o.iters;
-  int n = 1;
-  MPI_Comm_size(comm, &n);
-  double sum = 0, lo = 0, hi = 0;
-  MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, comm);
-  MPI_Reduce(&mine, &lo, 1, MPI_DOUBLE, MPI_MIN, 0, comm);
-  MPI_Reduce(&mine, &hi, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
-  return {sum / n, lo, hi};
+  return rb::time_calls(o.warmup, o.iters, comm, call);
 }
 
 struct Row {

@@ -119,10 +119,8 @@ struct Options {
 }
 
 int parse_int(const std::string& opt, const std::string& v, long lo) {
-  char* end = nullptr;
-  const long x = std::strtol(v.c_str(), &end, 10);
-  if (end == v.c_str() || *end != '\0' || x < lo || x > 1000000) usage("bad value '" + v + "' for " + opt);
-  return static_cast<int>(x);
+  if (auto x = rb::parse_int(v, lo, 1000000)) return *x;
+  usage("bad value '" + v + "' for " + opt);
 }
 
 Options parse(int argc, char** argv) {
