@@ -368,9 +368,9 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
   shm_name_.clear();
   bool want_shm = false;
   std::string shm_error;
+  std::vector<topo::Location> where(static_cast<std::size_t>(size));
   if (ok) {
     std::vector<int> node_of(static_cast<std::size_t>(size));
-    std::vector<topo::Location> where(static_cast<std::size_t>(size));
     for (std::size_t i = 0; i < node_of.size(); ++i) {
       node_of[i] = (*states)[i].node_key;
       where[i] = (*states)[i].where;
@@ -432,8 +432,6 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
   channel_->connect(per_rank, peers);
   monitor_ = std::make_unique<ulfm::FailureMonitor>(comm);
   if (config_.debug_topo && rank == 0) {
-    std::vector<topo::Location> where(static_cast<std::size_t>(size));
-    for (std::size_t i = 0; i < where.size(); ++i) where[i] = (*states)[i].where;
     std::fprintf(stderr, "[ringmend topo] epoch %llu, %s data path\n%s",
                  static_cast<unsigned long long>(epoch + 1),
                  shm_node_ ? "hierarchical (shared memory + UCX rails)" : "flat UCX ring",

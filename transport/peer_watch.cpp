@@ -4,7 +4,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <array>
 #include <utility>
+#include <vector>
 
 namespace ringmend::transport {
 namespace {
@@ -63,10 +65,14 @@ void PeerWatch::close_all() {
 
 int PeerWatch::exited() const {
   if (fds_.empty()) return -1;
-  std::vector<pollfd> p(fds_.size());
+  // Polled from every idle shared-memory wait: no allocation here.
+  constexpr std::size_t kOnStack = 64;
+  std::array<pollfd, kOnStack> stack;
+  std::vector<pollfd> heap(fds_.size() > kOnStack ? fds_.size() : 0);
+  pollfd* p = fds_.size() > kOnStack ? heap.data() : stack.data();
   for (std::size_t i = 0; i < fds_.size(); ++i) p[i] = {fds_[i], POLLIN, 0};
-  if (::poll(p.data(), p.size(), 0) <= 0) return -1;
-  for (std::size_t i = 0; i < p.size(); ++i)
+  if (::poll(p, fds_.size(), 0) <= 0) return -1;
+  for (std::size_t i = 0; i < fds_.size(); ++i)
     if (p[i].revents) return index_[i];
   return -1;
 }
