@@ -106,17 +106,18 @@ int main(int argc, char** argv) {
   const int world_size = comm.size();
   const int me = comm.world_rank();
   if (comm.rank() == 0)
-    std::printf("train_logreg: %d ranks, %d samples x %d features per rank, %d steps; %s\n", world_size, samples, d,
-                steps, rt.fault_tolerance_status().c_str());
+    std::printf("train_logreg: %d ranks, %d samples x %d features per rank, %d steps; %s\n", world_size,
+                samples, d, steps, rt.fault_tolerance_status().c_str());
 
   comm.on_membership_change([&](const ringmend::MembershipChange& m) {
     if (m.new_rank != 0) return;
     std::string lost;
     for (int w : m.lost) lost += (lost.empty() ? "" : ", ") + std::to_string(w);
-    std::printf("membership change: lost world rank(s) %s; %d -> %d ranks, epoch %llu; rebuilt in %.1f ms "
-                "(revoke+shrink %.1f ms, new plan/shared memory/endpoints %.1f ms)\n",
-                lost.c_str(), m.old_size, m.new_size, static_cast<unsigned long long>(m.new_epoch),
-                m.recovery_seconds * 1e3, m.shrink_seconds * 1e3, m.rebuild_seconds * 1e3);
+    std::printf(
+        "membership change: lost world rank(s) %s; %d -> %d ranks, epoch %llu; rebuilt in %.1f ms "
+        "(revoke+shrink %.1f ms, new plan/shared memory/endpoints %.1f ms)\n",
+        lost.c_str(), m.old_size, m.new_size, static_cast<unsigned long long>(m.new_epoch),
+        m.recovery_seconds * 1e3, m.shrink_seconds * 1e3, m.rebuild_seconds * 1e3);
     std::fflush(stdout);
   });
 
@@ -133,8 +134,9 @@ int main(int argc, char** argv) {
     if (r.recovered && first_recovered_done == 0) first_recovered_done = realtime_now();
     apply(w, buf, lr);
     if (comm.rank() == 0 && (step % 10 == 0 || step == steps - 1 || r.recovered))
-      std::printf("step %3d  loss %.6f  ranks %d%s\n", step, buf[static_cast<std::size_t>(d)] / buf[static_cast<std::size_t>(d) + 1],
-                  r.contributors, r.recovered ? "  (recovered: step completed by the survivors)" : "");
+      std::printf("step %3d  loss %.6f  ranks %d%s\n", step,
+                  buf[static_cast<std::size_t>(d)] / buf[static_cast<std::size_t>(d) + 1], r.contributors,
+                  r.recovered ? "  (recovered: step completed by the survivors)" : "");
   }
 
   int status = 0;
@@ -146,8 +148,9 @@ int main(int argc, char** argv) {
       int victim = -1;
       double died = 0;
       if (in >> victim >> died)
-        std::printf("recovery time: %.1f ms from the death of world rank %d to the next completed allreduce\n",
-                    (first_recovered_done - died) * 1e3, victim);
+        std::printf(
+            "recovery time: %.1f ms from the death of world rank %d to the next completed allreduce\n",
+            (first_recovered_done - died) * 1e3, victim);
     }
     // Serial replay with the contributors each step actually had.
     std::vector<Shard> shards;
@@ -164,12 +167,14 @@ int main(int argc, char** argv) {
       apply(ref, sum, lr);
     }
     double max_diff = 0;
-    for (std::size_t j = 0; j < w.size(); ++j) max_diff = std::max(max_diff, double(std::fabs(w[j] - ref[j])));
+    for (std::size_t j = 0; j < w.size(); ++j)
+      max_diff = std::max(max_diff, double(std::fabs(w[j] - ref[j])));
     const bool match = max_diff < 1e-3;
-    std::printf("final loss %.6f on %d ranks (epoch %llu); serial reference loss %.6f; max |w - w_ref| = %.2e: %s\n",
-                buf[static_cast<std::size_t>(d)] / buf[static_cast<std::size_t>(d) + 1], comm.size(),
-                static_cast<unsigned long long>(comm.epoch()), final_loss, max_diff,
-                match ? "MATCHES the reference" : "DIFFERS from the reference");
+    std::printf(
+        "final loss %.6f on %d ranks (epoch %llu); serial reference loss %.6f; max |w - w_ref| = %.2e: %s\n",
+        buf[static_cast<std::size_t>(d)] / buf[static_cast<std::size_t>(d) + 1], comm.size(),
+        static_cast<unsigned long long>(comm.epoch()), final_loss, max_diff,
+        match ? "MATCHES the reference" : "DIFFERS from the reference");
     status = match ? 0 : 1;
   }
   return status;

@@ -33,13 +33,20 @@ const ringmend::Communicator& cxx(const ringmend_comm* c) {
 
 int status_of(ringmend::Errc e) {
   switch (e) {
-    case ringmend::Errc::InvalidArgument: return RINGMEND_ERR_INVALID_ARGUMENT;
-    case ringmend::Errc::Mismatch: return RINGMEND_ERR_MISMATCH;
-    case ringmend::Errc::Timeout: return RINGMEND_ERR_TIMEOUT;
-    case ringmend::Errc::FaultToleranceUnavailable: return RINGMEND_ERR_FT_UNAVAILABLE;
-    case ringmend::Errc::RootLost: return RINGMEND_ERR_ROOT_LOST;
-    case ringmend::Errc::BadEnvironment: return RINGMEND_ERR_BAD_ENVIRONMENT;
-    case ringmend::Errc::Internal: return RINGMEND_ERR_INTERNAL;
+    case ringmend::Errc::InvalidArgument:
+      return RINGMEND_ERR_INVALID_ARGUMENT;
+    case ringmend::Errc::Mismatch:
+      return RINGMEND_ERR_MISMATCH;
+    case ringmend::Errc::Timeout:
+      return RINGMEND_ERR_TIMEOUT;
+    case ringmend::Errc::FaultToleranceUnavailable:
+      return RINGMEND_ERR_FT_UNAVAILABLE;
+    case ringmend::Errc::RootLost:
+      return RINGMEND_ERR_ROOT_LOST;
+    case ringmend::Errc::BadEnvironment:
+      return RINGMEND_ERR_BAD_ENVIRONMENT;
+    case ringmend::Errc::Internal:
+      return RINGMEND_ERR_INTERNAL;
   }
   return RINGMEND_ERR_INTERNAL;
 }
@@ -136,9 +143,17 @@ int ringmend_on_membership_change(ringmend_comm* comm, ringmend_membership_callb
     cxx(comm).on_membership_change([comm, callback, user](const ringmend::MembershipChange& m) {
       auto& ex = extras_of(comm);
       ex.change_lost = m.lost;
-      ringmend_membership_change c{m.old_epoch, m.new_epoch, m.old_size, m.new_size, m.new_rank,
-                                   static_cast<int>(ex.change_lost.size()), ex.change_lost.data(),
-                                   m.recovery_seconds, m.shrink_seconds, m.rebuild_seconds, m.attempts};
+      ringmend_membership_change c{m.old_epoch,
+                                   m.new_epoch,
+                                   m.old_size,
+                                   m.new_size,
+                                   m.new_rank,
+                                   static_cast<int>(ex.change_lost.size()),
+                                   ex.change_lost.data(),
+                                   m.recovery_seconds,
+                                   m.shrink_seconds,
+                                   m.rebuild_seconds,
+                                   m.attempts};
       callback(&c, user);
     });
   });

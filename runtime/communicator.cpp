@@ -6,13 +6,14 @@
 // other survivors, rebuilds its channel and then either re-executes the call
 // over the survivors' inputs, receives the result from a survivor that had
 // already finished it, or raises the input error on every rank.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <thread>
-#include <unistd.h>
 
 #include "runtime/communicator_impl.hpp"
 #include "topo/topo.hpp"
@@ -27,17 +28,20 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kShmDepth = 4;
 constexpr double kShmOpenTimeoutSeconds = 30;
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 FaultPhase fault_phase_of(transport::Phase p) {
   switch (p) {
-    case transport::Phase::Start: return FaultPhase::Start;
-    case transport::Phase::ReduceScatter: return FaultPhase::ReduceScatter;
-    case transport::Phase::Allgather: return FaultPhase::Allgather;
-    case transport::Phase::Broadcast: return FaultPhase::Broadcast;
-    case transport::Phase::End: return FaultPhase::End;
+    case transport::Phase::Start:
+      return FaultPhase::Start;
+    case transport::Phase::ReduceScatter:
+      return FaultPhase::ReduceScatter;
+    case transport::Phase::Allgather:
+      return FaultPhase::Allgather;
+    case transport::Phase::Broadcast:
+      return FaultPhase::Broadcast;
+    case transport::Phase::End:
+      return FaultPhase::End;
   }
   return FaultPhase::Start;
 }
@@ -98,8 +102,8 @@ Communicator::Impl::~Impl() {
 
 void Communicator::Impl::log(const std::string& message) const {
   if (!config_.verbose) return;
-  std::fprintf(stderr, "[ringmend %d/%d e%llu] %s\n", rank, size,
-               static_cast<unsigned long long>(epoch), message.c_str());
+  std::fprintf(stderr, "[ringmend %d/%d e%llu] %s\n", rank, size, static_cast<unsigned long long>(epoch),
+               message.c_str());
 }
 
 std::vector<std::byte>& Communicator::Impl::scratch_for(std::uint64_t call_seq, std::size_t bytes) {
@@ -131,8 +135,8 @@ std::string Communicator::Impl::validate(const CollectiveCall& c) const {
     const CollectiveCall& c;
     int rank;
     operator std::string() const {
-      return std::string(c.kind == transport::CollectiveKind::Allreduce ? "allreduce" : "broadcast") + " on rank " +
-             std::to_string(rank) + ": ";
+      return std::string(c.kind == transport::CollectiveKind::Allreduce ? "allreduce" : "broadcast") +
+             " on rank " + std::to_string(rank) + ": ";
     }
     std::string operator+(const std::string& rest) const { return std::string(*this) + rest; }
     std::string operator+(const char* rest) const { return std::string(*this) + rest; }
@@ -151,7 +155,8 @@ std::string Communicator::Impl::validate(const CollectiveCall& c) const {
     if (c.root < 0 || c.root >= size)
       return at + "root " + std::to_string(c.root) + " is not a rank of this communicator (size " +
              std::to_string(size) + ")";
-    if (c.count > 0 && c.output == nullptr) return at + "null buffer with " + std::to_string(c.count) + " bytes";
+    if (c.count > 0 && c.output == nullptr)
+      return at + "null buffer with " + std::to_string(c.count) + " bytes";
   }
   return {};
 }
@@ -231,10 +236,10 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
         retained_bytes_[call_seq % 2] = call.bytes();
         result.contributors = size_at_start;
       } else {
-        const bool ahead = !states.empty() &&
-                           std::any_of(states.begin(), states.end(), [&](const MemberState& s) {
-                             return s.seq < static_cast<std::int64_t>(call_seq) && !s.finalizing;
-                           });
+        const bool ahead =
+            !states.empty() && std::any_of(states.begin(), states.end(), [&](const MemberState& s) {
+              return s.seq < static_cast<std::int64_t>(call_seq) && !s.finalizing;
+            });
         if (ahead) catch_up(call_seq - 1, states, retained_bytes_[(call_seq - 1) % 2]);
         states.clear();
         execute(c, call_seq);
@@ -255,10 +260,11 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
     }
     if (!fault_tolerant_)
       throw Error(errc >= 0 ? static_cast<Errc>(errc) : Errc::FaultToleranceUnavailable,
-                  errc >= 0 ? error_text
-                            : "a rank failed (" + cause +
-                                  ") and this job runs without fault tolerance; launch with "
-                                  "ringmend-run (or mpirun with ringmend's FT arguments) and an MPI with ULFM");
+                  errc >= 0
+                      ? error_text
+                      : "a rank failed (" + cause +
+                            ") and this job runs without fault tolerance; launch with "
+                            "ringmend-run (or mpirun with ringmend's FT arguments) and an MPI with ULFM");
     MemberState mine;
     mine.seq = static_cast<std::int64_t>(call_seq);
     mine.errc = errc;
@@ -353,7 +359,8 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
   if (ok) {
     int total = 0;
     for (int r = 0; r < size; ++r) {
-      counts[static_cast<std::size_t>(r)] = static_cast<int>((*states)[static_cast<std::size_t>(r)].address_bytes);
+      counts[static_cast<std::size_t>(r)] =
+          static_cast<int>((*states)[static_cast<std::size_t>(r)].address_bytes);
       displs[static_cast<std::size_t>(r)] = total;
       total += counts[static_cast<std::size_t>(r)];
     }
@@ -440,7 +447,8 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
   return true;
 }
 
-std::string Communicator::Impl::open_node_segment(const topo::Plan& plan, const std::vector<MemberState>& states) {
+std::string Communicator::Impl::open_node_segment(const topo::Plan& plan,
+                                                  const std::vector<MemberState>& states) {
   const std::vector<int>& local = plan.nodes[static_cast<std::size_t>(plan.node)];
   const MemberState& leader = states[static_cast<std::size_t>(local.front())];
   char name[96];
@@ -453,15 +461,13 @@ std::string Communicator::Impl::open_node_segment(const topo::Plan& plan, const 
                                                  kShmDepth, config_.small_bytes);
   try {
     MPI_Comm comm = ctrl_.get();
-    shm_node_ = transport::ShmNode::open(shm_name_, layout, plan.local, pids, kShmOpenTimeoutSeconds,
-                                         [comm] {
-                                           // The probe drives MPI's progress, which is how a
-                                           // revocation or a failure notice arrives.
-                                           int flag = 0;
-                                           return MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag,
-                                                             MPI_STATUS_IGNORE) != MPI_SUCCESS ||
-                                                  ulfm::is_revoked(comm);
-                                         });
+    shm_node_ = transport::ShmNode::open(shm_name_, layout, plan.local, pids, kShmOpenTimeoutSeconds, [comm] {
+      // The probe drives MPI's progress, which is how a
+      // revocation or a failure notice arrives.
+      int flag = 0;
+      return MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+             ulfm::is_revoked(comm);
+    });
   } catch (const std::exception& e) {
     shm_node_.reset();
     return e.what();
@@ -471,18 +477,21 @@ std::string Communicator::Impl::open_node_segment(const topo::Plan& plan, const 
 
 void Communicator::Impl::adopt_plan(const topo::Plan& plan, const std::vector<MemberState>& states) {
   world_ranks.resize(static_cast<std::size_t>(size));
-  for (int r = 0; r < size; ++r) world_ranks[static_cast<std::size_t>(r)] = states[static_cast<std::size_t>(r)].world_rank;
+  for (int r = 0; r < size; ++r)
+    world_ranks[static_cast<std::size_t>(r)] = states[static_cast<std::size_t>(r)].world_rank;
   ring_ = plan.ring;
   // Two "nodes" may be one machine (the local Slurm cluster): count ranks per
   // machine, not per node.
   const auto mine = states[static_cast<std::size_t>(rank)].machine;
-  const auto here = std::count_if(states.begin(), states.end(), [&](const MemberState& s) { return s.machine == mine; });
+  const auto here =
+      std::count_if(states.begin(), states.end(), [&](const MemberState& s) { return s.machine == mine; });
   oversubscribed_ = here > static_cast<long>(std::thread::hardware_concurrency());
   if (shm_node_) shm_node_->set_oversubscribed(oversubscribed_);
   hierarchy_ = {};
   if (!shm_node_) return;
   hierarchy_.local_ranks = plan.nodes[static_cast<std::size_t>(plan.node)];
-  for (std::size_t i = 0; i < plan.nodes.size(); ++i) hierarchy_.leaders.push_back(plan.leader(static_cast<int>(i)));
+  for (std::size_t i = 0; i < plan.nodes.size(); ++i)
+    hierarchy_.leaders.push_back(plan.leader(static_cast<int>(i)));
   if (plan.rail >= 0) hierarchy_.rail_ring = plan.rails[static_cast<std::size_t>(plan.rail)];
   hierarchy_.rails = static_cast<int>(plan.rails.size());
 }
@@ -541,8 +550,9 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const MemberStat
   }
   ++epoch;
   std::sort(out.lost.begin(), out.lost.end());
-  MembershipChange change{old_epoch, epoch, out.lost, old_size, size, rank, seconds_since(start),
-                          shrink_seconds, rebuild_seconds, attempts};
+  MembershipChange change{
+      old_epoch,      epoch,           out.lost, old_size, size, rank, seconds_since(start),
+      shrink_seconds, rebuild_seconds, attempts};
   std::string lost_text;
   for (int w : out.lost) lost_text += (lost_text.empty() ? "" : ",") + std::to_string(w);
   log("recovered in " + std::to_string(change.recovery_seconds * 1e3) + " ms (shrink " +
@@ -567,7 +577,10 @@ void Communicator::Impl::quiesce() {
     // reported by the agreement itself, to every finalizing rank alike.
     bool done = false;
     MPI_Comm comm = ctrl_.get();
-    if (ulfm::agree_while(comm, [comm] { return ulfm::is_revoked(comm); }, done) && done) return;
+    if (ulfm::agree_while(
+            comm, [comm] { return ulfm::is_revoked(comm); }, done) &&
+        done)
+      return;
     MemberState mine;
     mine.seq = static_cast<std::int64_t>(seq + 1);
     mine.finalizing = 1;
@@ -605,8 +618,8 @@ CollectiveResult Communicator::allreduce(void* inout, std::size_t count, DataTyp
 }
 
 CollectiveResult Communicator::broadcast(void* buffer, std::size_t bytes, int root) {
-  return impl_->run({transport::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32,
-                     ReduceOp::Sum, root});
+  return impl_->run(
+      {transport::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32, ReduceOp::Sum, root});
 }
 
 CollectiveResult Communicator::barrier() {

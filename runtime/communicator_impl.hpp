@@ -25,25 +25,25 @@ namespace ringmend {
 // What each member tells the others during (re)connection. Fixed size so it
 // travels in one MPI_Allgather.
 struct MemberState {
-  std::int64_t seq = 0;              // collective in progress (next one when idle)
+  std::int64_t seq = 0;  // collective in progress (next one when idle)
   std::int32_t world_rank = -1;
-  std::int32_t node_key = -1;        // control rank of this node's first rank
+  std::int32_t node_key = -1;  // control rank of this node's first rank
   std::int32_t finalizing = 0;
-  std::int32_t errc = -1;            // Errc of an input error in collective seq, or -1
-  std::uint32_t address_bytes = 0;   // length of the UCX address that follows
-  std::int32_t pid = 0;              // watched by node peers; names the node's segment
-  std::uint64_t machine = 0;         // identifies the physical machine (boot id), to count ranks per CPU
-  std::uint64_t nonce = 0;           // makes the node's segment name unique
-  topo::Location where;              // hwloc binding, for the local order
+  std::int32_t errc = -1;           // Errc of an input error in collective seq, or -1
+  std::uint32_t address_bytes = 0;  // length of the UCX address that follows
+  std::int32_t pid = 0;             // watched by node peers; names the node's segment
+  std::uint64_t machine = 0;        // identifies the physical machine (boot id), to count ranks per CPU
+  std::uint64_t nonce = 0;          // makes the node's segment name unique
+  topo::Location where;             // hwloc binding, for the local order
   char error[196] = {};
 };
 
 // One collective call, as the runtime sees it.
 struct CollectiveCall {
   transport::CollectiveKind kind;
-  const void* input;   // allreduce input, or broadcast buffer on the root
-  void* output;        // where the result goes
-  std::size_t count;   // elements (allreduce) or bytes (broadcast)
+  const void* input;  // allreduce input, or broadcast buffer on the root
+  void* output;       // where the result goes
+  std::size_t count;  // elements (allreduce) or bytes (broadcast)
   DataType type = DataType::Int32;
   ReduceOp op = ReduceOp::Sum;
   int root = -1;
@@ -75,7 +75,7 @@ struct Communicator::Impl final : transport::WaitContext {
 
  private:
   struct RecoveryOutcome {
-    std::vector<int> lost;       // world ranks lost
+    std::vector<int> lost;  // world ranks lost
     std::vector<MemberState> states;
   };
   std::string validate(const CollectiveCall& call) const;

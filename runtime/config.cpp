@@ -11,8 +11,7 @@ namespace ringmend {
 namespace {
 
 [[noreturn]] void bad(const std::string& name, const std::string& value, const std::string& expected) {
-  throw Error(Errc::BadEnvironment,
-              name + "='" + value + "' is not valid: expected " + expected);
+  throw Error(Errc::BadEnvironment, name + "='" + value + "' is not valid: expected " + expected);
 }
 
 std::optional<std::string> env(const char* name) {
@@ -33,10 +32,14 @@ std::size_t parse_size(const std::string& name, const std::string& value) {
     n = n * 10 + static_cast<unsigned>(value[i++] - '0');
   }
   std::string suffix = value.substr(i);
-  if (suffix == "K" || suffix == "k" || suffix == "KiB") n <<= 10;
-  else if (suffix == "M" || suffix == "m" || suffix == "MiB") n <<= 20;
-  else if (suffix == "G" || suffix == "g" || suffix == "GiB") n <<= 30;
-  else if (!suffix.empty()) bad(name, value, expected);
+  if (suffix == "K" || suffix == "k" || suffix == "KiB")
+    n <<= 10;
+  else if (suffix == "M" || suffix == "m" || suffix == "MiB")
+    n <<= 20;
+  else if (suffix == "G" || suffix == "g" || suffix == "GiB")
+    n <<= 30;
+  else if (!suffix.empty())
+    bad(name, value, expected);
   if (n == 0) bad(name, value, expected);
   return static_cast<std::size_t>(n);
 }
@@ -86,8 +89,10 @@ Config Config::from_environment() {
     while (start <= v->size()) {
       const std::size_t end = std::min(v->find(',', start), v->size());
       const std::string item = v->substr(start, end - start);
-      if (item == "topo") c.debug_topo = true;
-      else if (!item.empty()) bad("RINGMEND_DEBUG", *v, "a comma-separated list of: topo");
+      if (item == "topo")
+        c.debug_topo = true;
+      else if (!item.empty())
+        bad("RINGMEND_DEBUG", *v, "a comma-separated list of: topo");
       start = end + 1;
     }
   }

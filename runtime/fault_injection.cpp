@@ -41,7 +41,8 @@ FaultPhase to_phase(const std::string& rule, const std::string& v) {
   if (v == "recovery") return FaultPhase::Recovery;
   if (v == "rebuild") return FaultPhase::Rebuild;
   if (v == "attach") return FaultPhase::Attach;
-  bad(rule, "unknown phase '" + v + "' (start, reduce_scatter, allgather, broadcast, end, recovery, rebuild, attach)");
+  bad(rule, "unknown phase '" + v +
+                "' (start, reduce_scatter, allgather, broadcast, end, recovery, rebuild, attach)");
 }
 
 }  // namespace
@@ -60,12 +61,18 @@ std::vector<FaultRule> parse_fault_spec(const std::string& spec) {
       const auto eq = field.find('=');
       if (eq == std::string::npos) bad(rule, "'" + field + "' is not key=value");
       const std::string key = trim(field.substr(0, eq)), value = trim(field.substr(eq + 1));
-      if (key == "rank") r.rank = static_cast<int>(to_int(rule, key, value)), has_rank = true;
-      else if (key == "call") r.call = value == "*" ? -1 : to_int(rule, key, value), has_call = true;
-      else if (key == "phase") r.phase = to_phase(rule, value), has_phase = true;
-      else if (key == "step") r.step = static_cast<int>(to_int(rule, key, value));
-      else if (key == "epoch") r.epoch = to_int(rule, key, value);
-      else bad(rule, "unknown key '" + key + "'");
+      if (key == "rank")
+        r.rank = static_cast<int>(to_int(rule, key, value)), has_rank = true;
+      else if (key == "call")
+        r.call = value == "*" ? -1 : to_int(rule, key, value), has_call = true;
+      else if (key == "phase")
+        r.phase = to_phase(rule, value), has_phase = true;
+      else if (key == "step")
+        r.step = static_cast<int>(to_int(rule, key, value));
+      else if (key == "epoch")
+        r.epoch = to_int(rule, key, value);
+      else
+        bad(rule, "unknown key '" + key + "'");
     }
     if (!has_rank || !has_call || !has_phase) bad(rule, "rank, call and phase are required");
     rules.push_back(r);
@@ -96,7 +103,8 @@ void FaultInjector::at(FaultPhase phase, std::uint64_t call, int step, std::uint
         ::close(fd);
       }
     }
-    std::fprintf(stderr, "[ringmend] fault injection: world rank %d SIGKILLs itself (call %llu, epoch %llu)\n",
+    std::fprintf(stderr,
+                 "[ringmend] fault injection: world rank %d SIGKILLs itself (call %llu, epoch %llu)\n",
                  world_rank_, static_cast<unsigned long long>(call), static_cast<unsigned long long>(epoch));
     std::fflush(stderr);
     ::kill(::getpid(), SIGKILL);

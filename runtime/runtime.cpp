@@ -35,8 +35,9 @@ void bounded(double seconds, const char* what, F&& work) {
   std::thread watchdog([&] {
     std::unique_lock lock(m);
     if (!cv.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return finished; })) {
-      std::fprintf(stderr, "[ringmend] %s did not finish within %.0f s (RINGMEND_FINALIZE_TIMEOUT); exiting\n",
-                   what, seconds);
+      std::fprintf(stderr,
+                   "[ringmend] %s did not finish within %.0f s (RINGMEND_FINALIZE_TIMEOUT); exiting\n", what,
+                   seconds);
       std::fflush(stderr);
       std::fflush(stdout);
       ::_exit(0);
@@ -60,7 +61,8 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
   // would kill this survivor. A fault-tolerant process takes EPIPE as an
   // error instead. An application's own SIGPIPE handler is left alone.
   struct sigaction current {};
-  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
+    ::signal(SIGPIPE, SIG_IGN);
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -77,21 +79,25 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
                      : slurm::detect_launcher() == slurm::Launcher::Srun
                          ? slurm::srun_no_fault_tolerance_notice()
                          : "fault tolerance OFF: this MPI has ULFM but the job was not launched with it "
-                           "(ringmend-run, or mpirun " + [] {
-                             std::string s;
-                             for (const auto& a : ulfm::ft_mpirun_args()) s += a + " ";
-                             return s;
-                           }() + "...); a rank failure will end the job";
+                           "(ringmend-run, or mpirun " +
+                               [] {
+                                 std::string s;
+                                 for (const auto& a : ulfm::ft_mpirun_args()) s += a + " ";
+                                 return s;
+                               }() +
+                               "...); a rank failure will end the job";
 #else
-  impl_->ft_status = "fault tolerance OFF: ringmend was built against an MPI without ULFM "
-                     "(RINGMEND_REQUIRE_ULFM=OFF); a rank failure will end the job";
+  impl_->ft_status =
+      "fault tolerance OFF: ringmend was built against an MPI without ULFM "
+      "(RINGMEND_REQUIRE_ULFM=OFF); a rank failure will end the job";
 #endif
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (!impl_->fault_tolerant && rank == 0) std::fprintf(stderr, "[ringmend] %s\n", impl_->ft_status.c_str());
   // srun without a PMIx server: every task is a 1-rank job. Say so once.
-  if (const std::string alone = slurm::srun_without_pmix_notice(slurm::process_environment(), size); !alone.empty())
+  if (const std::string alone = slurm::srun_without_pmix_notice(slurm::process_environment(), size);
+      !alone.empty())
     std::fprintf(stderr, "[ringmend] %s\n", alone.c_str());
   // Where this process runs (read once: loading hwloc's topology takes
   // milliseconds), and the NIC nearest to it for UCX when there are several.
@@ -127,13 +133,20 @@ const char* version() { return RINGMEND_VERSION_STRING; }
 
 const char* to_string(Errc code) {
   switch (code) {
-    case Errc::InvalidArgument: return "invalid argument";
-    case Errc::Mismatch: return "inconsistent call across ranks";
-    case Errc::Timeout: return "timeout";
-    case Errc::FaultToleranceUnavailable: return "fault tolerance unavailable";
-    case Errc::RootLost: return "broadcast root lost";
-    case Errc::BadEnvironment: return "bad environment variable";
-    case Errc::Internal: return "internal error";
+    case Errc::InvalidArgument:
+      return "invalid argument";
+    case Errc::Mismatch:
+      return "inconsistent call across ranks";
+    case Errc::Timeout:
+      return "timeout";
+    case Errc::FaultToleranceUnavailable:
+      return "fault tolerance unavailable";
+    case Errc::RootLost:
+      return "broadcast root lost";
+    case Errc::BadEnvironment:
+      return "bad environment variable";
+    case Errc::Internal:
+      return "internal error";
   }
   return "unknown error";
 }

@@ -9,12 +9,13 @@
 namespace ringmend::transport {
 namespace {
 
-void chain_broadcast_impl(Channel& ch, const std::vector<int>& ring, const BroadcastArgs& a,
-                          WaitContext& ctx, std::size_t chunk_bytes) {
+void chain_broadcast_impl(Channel& ch, const std::vector<int>& ring, const BroadcastArgs& a, WaitContext& ctx,
+                          std::size_t chunk_bytes) {
   const std::size_t n = ring.size();
   ctx.on_phase(Phase::Start, 0);
   if (n == 1) return;
-  const std::size_t p = static_cast<std::size_t>(std::find(ring.begin(), ring.end(), ch.rank()) - ring.begin());
+  const std::size_t p =
+      static_cast<std::size_t>(std::find(ring.begin(), ring.end(), ch.rank()) - ring.begin());
   const int right = ring[(p + 1) % n];
   const int left = ring[(p + n - 1) % n];
   const bool is_root = ch.rank() == a.root;
@@ -55,9 +56,9 @@ void chain_broadcast_impl(Channel& ch, const std::vector<int>& ring, const Broad
       OpState st = wait_for(ch, recvs.front(), ctx, &got);
       recvs.pop_front();
       if (st != OpState::Done || got != split(a.bytes, k, c).count)
-        throw Mismatch("rank " + std::to_string(left) + " sent a chunk of " + std::to_string(got) + " bytes instead of " +
-                     std::to_string(split(a.bytes, k, c).count) + " (state " + std::to_string(int(st)) +
-                     "): byte counts differ across ranks");
+        throw Mismatch("rank " + std::to_string(left) + " sent a chunk of " + std::to_string(got) +
+                       " bytes instead of " + std::to_string(split(a.bytes, k, c).count) + " (state " +
+                       std::to_string(int(st)) + "): byte counts differ across ranks");
       if (forwards) send_chunk(c);
     }
   }
@@ -70,8 +71,8 @@ void chain_broadcast_impl(Channel& ch, const std::vector<int>& ring, const Broad
 
 }  // namespace
 
-void chain_broadcast(Channel& ch, const std::vector<int>& ring, const BroadcastArgs& args,
-                     WaitContext& ctx, std::size_t chunk_bytes) {
+void chain_broadcast(Channel& ch, const std::vector<int>& ring, const BroadcastArgs& args, WaitContext& ctx,
+                     std::size_t chunk_bytes) {
   try {
     chain_broadcast_impl(ch, ring, args, ctx, chunk_bytes);
   } catch (...) {

@@ -12,13 +12,13 @@
 namespace ringmend::transport {
 
 struct BroadcastArgs {
-  void* buffer;        // root: the data; others: where it lands
-  std::size_t bytes;   // > 0
-  int root;            // channel rank of the root
-  std::uint64_t seq;   // collective number, checked against the neighbours'
+  void* buffer;       // root: the data; others: where it lands
+  std::size_t bytes;  // > 0
+  int root;           // channel rank of the root
+  std::uint64_t seq;  // collective number, checked against the neighbours'
 };
 
-void chain_broadcast(Channel& ch, const std::vector<int>& ring, const BroadcastArgs& args,
-                     WaitContext& ctx, std::size_t chunk_bytes);
+void chain_broadcast(Channel& ch, const std::vector<int>& ring, const BroadcastArgs& args, WaitContext& ctx,
+                     std::size_t chunk_bytes);
 
 }  // namespace ringmend::transport

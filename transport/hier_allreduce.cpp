@@ -27,8 +27,7 @@ void post_and_check(ShmNode& node, const Hierarchy& h, const AllreduceArgs& a, P
   const int me = node.local();
   // My slot of this parity was last read in call-2: wait until every peer
   // has finished that call.
-  if (call > 2)
-    shm_wait(node, ctx, [&] { return node.all_at_least(&ShmRankControl::done, call - 2); });
+  if (call > 2) shm_wait(node, ctx, [&] { return node.all_at_least(&ShmRankControl::done, call - 2); });
   WireHeader& mine = descriptor(node, me, call);
   mine = WireHeader{};
   mine.kind = CollectiveKind::Allreduce;
@@ -152,7 +151,8 @@ void pipelined(ShmNode& node, Channel* inter, const Hierarchy& h, const Allreduc
         const Range mine = owner ? slice_of(next_in, me) : Range{c.count, 0};
         std::memcpy(node.chunk(me, g), in + c.offset * esize, mine.offset * esize);
         const std::size_t rest = mine.offset + mine.count;
-        std::memcpy(node.chunk(me, g) + rest * esize, in + (c.offset + rest) * esize, (c.count - rest) * esize);
+        std::memcpy(node.chunk(me, g) + rest * esize, in + (c.offset + rest) * esize,
+                    (c.count - rest) * esize);
         node.control(me).in_ready.publish(g + 1);
         ++next_in;
         moved = true;
@@ -169,7 +169,8 @@ void pipelined(ShmNode& node, Channel* inter, const Hierarchy& h, const Allreduc
         for (int r = 0; r < slices; ++r) {
           if (r == me && !multi) continue;  // reduced straight into my output
           const Range s = slice_of(next_out, r);
-          std::memcpy(out + (c.offset + s.offset) * esize, node.chunk(r, g) + s.offset * esize, s.count * esize);
+          std::memcpy(out + (c.offset + s.offset) * esize, node.chunk(r, g) + s.offset * esize,
+                      s.count * esize);
         }
         node.control(me).copied.publish(g + 1);
         ++next_out;
@@ -198,15 +199,18 @@ void pipelined(ShmNode& node, Channel* inter, const Hierarchy& h, const Allreduc
 
 void hierarchical_allreduce(ShmNode& node, Channel* inter, const Hierarchy& h, const AllreduceArgs& a,
                             WaitContext& ctx, const HierTuning& t) {
-  if (h.multi_node() && inter == nullptr) throw std::logic_error("hierarchical allreduce across nodes without a channel");
+  if (h.multi_node() && inter == nullptr)
+    throw std::logic_error("hierarchical allreduce across nodes without a channel");
   try {
     ctx.on_phase(Phase::Start, 0);
     const std::size_t bytes = a.count * size_of(a.type);
     const Path path = bytes <= std::min(t.small_bytes, node.layout().small_bytes) ? kOneShot : kPipelined;
     const std::uint64_t call = ++node.calls;
     post_and_check(node, h, a, path, call, ctx);
-    if (path == kOneShot) one_shot(node, inter, h, a, call, ctx);
-    else pipelined(node, inter, h, a, ctx, t);
+    if (path == kOneShot)
+      one_shot(node, inter, h, a, call, ctx);
+    else
+      pipelined(node, inter, h, a, ctx, t);
     node.control(node.local()).done.publish(call);
     ctx.on_phase(Phase::End, 0);
   } catch (...) {

@@ -32,8 +32,8 @@ class PeerWatch {
 
  private:
   void close_all();
-  std::vector<int> fds_;      // pidfd per watched process
-  std::vector<int> index_;    // its index in the constructor's list
+  std::vector<int> fds_;    // pidfd per watched process
+  std::vector<int> index_;  // its index in the constructor's list
   std::vector<pid_t> pids_;
   bool all_watched_ = true;
 };

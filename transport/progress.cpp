@@ -9,7 +9,6 @@ namespace {
 // every this many spins.
 constexpr int kSpinsPerCheck = 64;
 
-
 OpState finished(Channel& ch, OpState s) {
   if (s == OpState::Failed) throw Interrupted("transport: " + ch.failure_reason());
   return s;

@@ -86,7 +86,8 @@ void run(Channel& ch, const std::vector<int>& group, const AllreduceArgs& a, Wai
   auto* out = static_cast<std::byte*>(a.output);
   if (out != a.input) std::memcpy(out, a.input, bytes);
   if (n == 1) return;
-  const std::size_t me = static_cast<std::size_t>(std::find(group.begin(), group.end(), ch.rank()) - group.begin());
+  const std::size_t me =
+      static_cast<std::size_t>(std::find(group.begin(), group.end(), ch.rank()) - group.begin());
   const Schedule sched(n, me);
   Exchange x(ch, a, ctx);
   std::vector<std::byte> theirs(bytes);
@@ -130,7 +131,8 @@ std::vector<int> recursive_doubling_peers(const std::vector<int>& group, int me)
   if (sched.folded_away()) return {group[sched.me + 1]};
   std::vector<int> peers;
   if (sched.folds_in()) peers.push_back(group[sched.me - 1]);
-  for (std::size_t mask = 1; mask < sched.pow2; mask <<= 1) peers.push_back(group[sched.real(sched.virt() ^ mask)]);
+  for (std::size_t mask = 1; mask < sched.pow2; mask <<= 1)
+    peers.push_back(group[sched.real(sched.virt() ^ mask)]);
   return peers;
 }
 

@@ -14,20 +14,30 @@ namespace ringmend::transport {
 
 // Integer sums and products wrap around (two's complement) instead of
 // overflowing into undefined behaviour, as MPI implementations do in practice.
-template <class T> struct ArithmeticOfT { using type = T; };
 template <class T>
-  requires std::is_integral_v<T>
-struct ArithmeticOfT<T> { using type = std::make_unsigned_t<T>; };
-template <class T> using ArithmeticOf = typename ArithmeticOfT<T>::type;
+struct ArithmeticOfT {
+  using type = T;
+};
+template <class T>
+requires std::is_integral_v<T>
+struct ArithmeticOfT<T> {
+  using type = std::make_unsigned_t<T>;
+};
+template <class T>
+using ArithmeticOf = typename ArithmeticOfT<T>::type;
 
 template <class T, ReduceOp Op>
 inline void reduce_into(T* __restrict dst, const T* __restrict src, std::size_t n) {
   using A = ArithmeticOf<T>;
   for (std::size_t i = 0; i < n; ++i) {
-    if constexpr (Op == ReduceOp::Sum) dst[i] = static_cast<T>(static_cast<A>(dst[i]) + static_cast<A>(src[i]));
-    else if constexpr (Op == ReduceOp::Prod) dst[i] = static_cast<T>(static_cast<A>(dst[i]) * static_cast<A>(src[i]));
-    else if constexpr (Op == ReduceOp::Min) dst[i] = src[i] < dst[i] ? src[i] : dst[i];
-    else dst[i] = src[i] > dst[i] ? src[i] : dst[i];
+    if constexpr (Op == ReduceOp::Sum)
+      dst[i] = static_cast<T>(static_cast<A>(dst[i]) + static_cast<A>(src[i]));
+    else if constexpr (Op == ReduceOp::Prod)
+      dst[i] = static_cast<T>(static_cast<A>(dst[i]) * static_cast<A>(src[i]));
+    else if constexpr (Op == ReduceOp::Min)
+      dst[i] = src[i] < dst[i] ? src[i] : dst[i];
+    else
+      dst[i] = src[i] > dst[i] ? src[i] : dst[i];
   }
 }
 
@@ -37,10 +47,14 @@ template <class T, ReduceOp Op>
 inline void combine_into(T* __restrict dst, const T* __restrict a, const T* __restrict b, std::size_t n) {
   using A = ArithmeticOf<T>;
   for (std::size_t i = 0; i < n; ++i) {
-    if constexpr (Op == ReduceOp::Sum) dst[i] = static_cast<T>(static_cast<A>(a[i]) + static_cast<A>(b[i]));
-    else if constexpr (Op == ReduceOp::Prod) dst[i] = static_cast<T>(static_cast<A>(a[i]) * static_cast<A>(b[i]));
-    else if constexpr (Op == ReduceOp::Min) dst[i] = b[i] < a[i] ? b[i] : a[i];
-    else dst[i] = b[i] > a[i] ? b[i] : a[i];
+    if constexpr (Op == ReduceOp::Sum)
+      dst[i] = static_cast<T>(static_cast<A>(a[i]) + static_cast<A>(b[i]));
+    else if constexpr (Op == ReduceOp::Prod)
+      dst[i] = static_cast<T>(static_cast<A>(a[i]) * static_cast<A>(b[i]));
+    else if constexpr (Op == ReduceOp::Min)
+      dst[i] = b[i] < a[i] ? b[i] : a[i];
+    else
+      dst[i] = b[i] > a[i] ? b[i] : a[i];
   }
 }
 

@@ -19,8 +19,8 @@ std::size_t position_of(const std::vector<int>& ring, int rank) {
 
 namespace {
 
-void ring_allreduce_impl(Channel& ch, const std::vector<int>& ring, const AllreduceArgs& a,
-                         WaitContext& ctx, std::size_t chunk_bytes) {
+void ring_allreduce_impl(Channel& ch, const std::vector<int>& ring, const AllreduceArgs& a, WaitContext& ctx,
+                         std::size_t chunk_bytes) {
   const std::size_t n = ring.size();
   const std::size_t esize = size_of(a.type);
   ctx.on_phase(Phase::Start, 0);
@@ -71,7 +71,8 @@ void ring_allreduce_impl(Channel& ch, const std::vector<int>& ring, const Allred
     while (!sends.empty()) {
       OpState st = ch.test(sends.front());
       if (st == OpState::Pending) break;
-      if (st != OpState::Done) throw Interrupted("transport: send to rank " + std::to_string(right) + " failed");
+      if (st != OpState::Done)
+        throw Interrupted("transport: send to rank " + std::to_string(right) + " failed");
       sends.pop_front();
     }
   };
@@ -100,15 +101,16 @@ void ring_allreduce_impl(Channel& ch, const std::vector<int>& ring, const Allred
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t s = b / k, c = b % k;
     if (c == 0 && s > 0)
-      ctx.on_phase(s < n - 1 ? Phase::ReduceScatter : Phase::Allgather, static_cast<int>(s < n - 1 ? s : s - (n - 1)));
+      ctx.on_phase(s < n - 1 ? Phase::ReduceScatter : Phase::Allgather,
+                   static_cast<int>(s < n - 1 ? s : s - (n - 1)));
     const Range r = chunk(recv_segment(s), c);
     std::size_t got = 0;
     OpState st = wait_for(ch, recvs.front(), ctx, &got);
     recvs.pop_front();
     if (st != OpState::Done || got != r.count * esize)
-      throw Mismatch("rank " + std::to_string(left) + " sent a chunk of " + std::to_string(got) + " bytes instead of " +
-                     std::to_string(r.count * esize) + " (state " + std::to_string(int(st)) +
-                     "): counts differ across ranks");
+      throw Mismatch("rank " + std::to_string(left) + " sent a chunk of " + std::to_string(got) +
+                     " bytes instead of " + std::to_string(r.count * esize) + " (state " +
+                     std::to_string(int(st)) + "): counts differ across ranks");
     if (posted < blocks) post_recv();
     if (s < n - 1) reduce(out + r.offset * esize, in + r.offset * esize, r.count, a.type, a.op);
     if (s + 1 < steps) post_send(out, r);
@@ -126,8 +128,8 @@ void ring_allreduce_impl(Channel& ch, const std::vector<int>& ring, const Allred
 
 }  // namespace
 
-void ring_allreduce(Channel& ch, const std::vector<int>& ring, const AllreduceArgs& args,
-                    WaitContext& ctx, std::size_t chunk_bytes) {
+void ring_allreduce(Channel& ch, const std::vector<int>& ring, const AllreduceArgs& args, WaitContext& ctx,
+                    std::size_t chunk_bytes) {
   try {
     ring_allreduce_impl(ch, ring, args, ctx, chunk_bytes);
   } catch (...) {

@@ -16,16 +16,16 @@
 namespace ringmend::transport {
 
 struct AllreduceArgs {
-  const void* input;   // this rank's contribution (never written)
-  void* output;        // the reduction of all contributions (distinct from input)
-  std::size_t count;   // elements, > 0
+  const void* input;  // this rank's contribution (never written)
+  void* output;       // the reduction of all contributions (distinct from input)
+  std::size_t count;  // elements, > 0
   DataType type;
   ReduceOp op;
-  std::uint64_t seq;   // collective number, checked against the neighbours'
+  std::uint64_t seq;  // collective number, checked against the neighbours'
 };
 
 // `ring` lists channel ranks in ring order (topo decides it).
-void ring_allreduce(Channel& ch, const std::vector<int>& ring, const AllreduceArgs& args,
-                    WaitContext& ctx, std::size_t chunk_bytes);
+void ring_allreduce(Channel& ch, const std::vector<int>& ring, const AllreduceArgs& args, WaitContext& ctx,
+                    std::size_t chunk_bytes);
 
 }  // namespace ringmend::transport

@@ -48,20 +48,23 @@ ShmLayout ShmLayout::make(int ranks, std::size_t chunk_bytes, std::size_t depth,
 
 ShmNode::ShmNode(ShmSegment segment, const ShmLayout& layout, int local, const std::vector<pid_t>& pids)
     : segment_(std::move(segment)), layout_(layout), local_(local), watch_(pids) {
-  if (segment_.size() < layout_.total) throw std::logic_error("shared-memory segment smaller than its layout");
+  if (segment_.size() < layout_.total)
+    throw std::logic_error("shared-memory segment smaller than its layout");
 }
 
 std::unique_ptr<ShmNode> ShmNode::open(const std::string& name, const ShmLayout& layout, int local,
                                        const std::vector<pid_t>& pids, double timeout_seconds,
                                        const std::function<bool()>& give_up) {
-  if (local == 0) return std::make_unique<ShmNode>(ShmSegment::create(name, layout.total), layout, local, pids);
+  if (local == 0)
+    return std::make_unique<ShmNode>(ShmSegment::create(name, layout.total), layout, local, pids);
   PeerWatch creator(std::vector<pid_t>{pids.at(0)});
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   for (;;) {
     if (auto segment = ShmSegment::attach(name, layout.total))
       return std::make_unique<ShmNode>(std::move(*segment), layout, local, pids);
     if (creator.exited() >= 0) throw std::runtime_error("shared memory " + name + ": its creator exited");
-    if (give_up && give_up()) throw std::runtime_error("shared memory " + name + ": the membership is being revoked");
+    if (give_up && give_up())
+      throw std::runtime_error("shared memory " + name + ": the membership is being revoked");
     if (std::chrono::steady_clock::now() > deadline)
       throw std::runtime_error("shared memory " + name + ": not created within " +
                                std::to_string(timeout_seconds) + " s");
@@ -97,7 +100,8 @@ bool ShmNode::all_at_least(ShmCounter ShmRankControl::*counter, std::uint64_t va
 
 void ShmNode::check_peers() const {
   if (int i = watch_.exited(); i >= 0)
-    throw Interrupted("shared memory: local rank " + std::to_string(i) + " (" + watch_.describe_exit(i) + ")");
+    throw Interrupted("shared memory: local rank " + std::to_string(i) + " (" + watch_.describe_exit(i) +
+                      ")");
 }
 
 void ShmBackoff::idle() {

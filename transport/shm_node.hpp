@@ -42,9 +42,9 @@ struct ShmRankControl {
 
 struct ShmLayout {
   int ranks = 0;
-  std::size_t chunk_bytes = 0;    // one pipeline chunk
-  std::size_t depth = 0;          // chunk buffers per rank
-  std::size_t small_bytes = 0;    // inline data capacity of a small slot
+  std::size_t chunk_bytes = 0;                    // one pipeline chunk
+  std::size_t depth = 0;                          // chunk buffers per rank
+  std::size_t small_bytes = 0;                    // inline data capacity of a small slot
   static constexpr std::size_t kSlotHeader = 64;  // descriptor, padded
 
   std::size_t control_offset = 0, small_offset = 0, result_offset = 0, chunk_offset = 0, total = 0;
@@ -73,7 +73,9 @@ class ShmNode {
 
   ShmRankControl& control(int r) const;
   std::byte* small_slot(int r, std::uint64_t call) const;  // descriptor at offset 0
-  std::byte* small_data(int r, std::uint64_t call) const { return small_slot(r, call) + ShmLayout::kSlotHeader; }
+  std::byte* small_data(int r, std::uint64_t call) const {
+    return small_slot(r, call) + ShmLayout::kSlotHeader;
+  }
   std::byte* result_slot(int r, std::uint64_t call) const;
   std::byte* chunk(int r, std::uint64_t global_chunk) const;
 

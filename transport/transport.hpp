@@ -15,12 +15,12 @@
 #pragma once
 
 #include "transport/chain_broadcast.hpp"
-#include "transport/hier_allreduce.hpp"
-#include "transport/recursive_doubling.hpp"
-#include "transport/shm_node.hpp"
 #include "transport/channel.hpp"
+#include "transport/hier_allreduce.hpp"
 #include "transport/progress.hpp"
+#include "transport/recursive_doubling.hpp"
 #include "transport/reduce_kernels.hpp"
 #include "transport/ring_allreduce.hpp"
+#include "transport/shm_node.hpp"
 #include "transport/ucx_channel.hpp"
 #include "transport/wire_header.hpp"

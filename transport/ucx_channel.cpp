@@ -1,19 +1,18 @@
 #include "transport/ucx_channel.hpp"
 
-#include "transport/progress.hpp"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 
+#include "transport/progress.hpp"
+
 namespace ringmend::transport {
 namespace {
 
 void check(ucs_status_t s, const char* what) {
-  if (s != UCS_OK)
-    throw std::runtime_error(std::string("UCX: ") + what + ": " + ucs_status_string(s));
+  if (s != UCS_OK) throw std::runtime_error(std::string("UCX: ") + what + ": " + ucs_status_string(s));
 }
 
 }  // namespace
@@ -48,7 +47,8 @@ bool has_rdma_devices() {
 void apply_tcp_defaults(ucp_config_t* config) {
   ::setenv("UCX_TCP_TX_SEG_SIZE", "64k", 0);
   ::setenv("UCX_TCP_RX_SEG_SIZE", "64k", 0);
-  if (!has_rdma_devices() && std::getenv("UCX_RNDV_THRESH") == nullptr) ucp_config_modify(config, "RNDV_THRESH", "inf");
+  if (!has_rdma_devices() && std::getenv("UCX_RNDV_THRESH") == nullptr)
+    ucp_config_modify(config, "RNDV_THRESH", "inf");
 }
 
 }  // namespace
@@ -109,8 +109,7 @@ void UcxChannel::abandon() {
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
   for (void* req : closing) {
-    while (ucp_request_check_status(req) == UCS_INPROGRESS &&
-           std::chrono::steady_clock::now() < deadline)
+    while (ucp_request_check_status(req) == UCS_INPROGRESS && std::chrono::steady_clock::now() < deadline)
       ucp_worker_progress(worker_);
     ucp_request_free(req);
   }
@@ -154,8 +153,8 @@ void UcxChannel::peer_error_cb(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) 
 void UcxChannel::on_peer_error(int peer, ucs_status_t status) {
   if (failed_peer_ >= 0) return;
   failed_peer_ = peer;
-  failure_reason_ = "connection to rank " + std::to_string(peer) + " failed (" +
-                    ucs_status_string(status) + ")";
+  failure_reason_ =
+      "connection to rank " + std::to_string(peer) + " failed (" + ucs_status_string(status) + ")";
 }
 
 ucp_tag_t UcxChannel::full_tag(int source, std::uint32_t tag) const {
@@ -212,7 +211,9 @@ void recv_done(void* /*request*/, ucs_status_t status, const ucp_tag_recv_info_t
 Channel::Op UcxChannel::send(int peer, std::uint32_t tag, std::span<const Piece> pieces) {
   if (abandoned_) throw Interrupted("transport: channel abandoned after a failure");
   ucp_ep_h ep = endpoints_.at(static_cast<std::size_t>(peer));
-  if (!ep) throw Interrupted("transport: no connection to rank " + std::to_string(peer) + " (" + failure_reason_ + ")");
+  if (!ep)
+    throw Interrupted("transport: no connection to rank " + std::to_string(peer) + " (" + failure_reason_ +
+                      ")");
   Request* r = acquire(pieces);
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
@@ -220,9 +221,12 @@ Channel::Op UcxChannel::send(int peer, std::uint32_t tag, std::span<const Piece>
   p.user_data = r;
   p.datatype = ucp_dt_make_iov();
   void* s = ucp_tag_send_nbx(ep, r->iov.data(), r->iov.size(), full_tag(rank_, tag), &p);
-  if (s == nullptr) r->state = OpState::Done;
-  else if (UCS_PTR_IS_ERR(s)) r->state = OpState::Failed;
-  else r->ucx = s;
+  if (s == nullptr)
+    r->state = OpState::Done;
+  else if (UCS_PTR_IS_ERR(s))
+    r->state = OpState::Failed;
+  else
+    r->ucx = s;
   return r;
 }
 
@@ -233,13 +237,12 @@ Channel::Op UcxChannel::recv(int peer, std::uint32_t tag, std::span<const Piece>
   ucp_request_param_t p{};
   // No immediate completion: the callback then always reports the length
   // (UCX 1.13 leaves recv_info unset for some immediately matched messages).
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                   UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE |
+                   UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.recv = recv_done;
   p.user_data = r;
   p.datatype = ucp_dt_make_iov();
-  void* s = ucp_tag_recv_nbx(worker_, r->iov.data(), r->iov.size(), full_tag(peer, tag),
-                             ~ucp_tag_t{0}, &p);
+  void* s = ucp_tag_recv_nbx(worker_, r->iov.data(), r->iov.size(), full_tag(peer, tag), ~ucp_tag_t{0}, &p);
   if (UCS_PTR_IS_ERR(s)) {
     r->state = UCS_PTR_STATUS(s) == UCS_ERR_MESSAGE_TRUNCATED ? OpState::Truncated : OpState::Failed;
   } else {

@@ -26,8 +26,8 @@ std::string describe_mismatch(const WireHeader& mine, const WireHeader& theirs, 
     return who + " passed op " + std::string(name_of(theirs.op)) + ", this rank " +
            std::string(name_of(mine.op)) + ": operations must match on every rank";
   if (theirs.root != mine.root)
-    return who + " passed root " + std::to_string(theirs.root) + ", this rank " +
-           std::to_string(mine.root) + ": roots must match on every rank";
+    return who + " passed root " + std::to_string(theirs.root) + ", this rank " + std::to_string(mine.root) +
+           ": roots must match on every rank";
   return {};
 }
 

@@ -14,8 +14,7 @@ bool fault_tolerance_enabled() {
 #if RINGMEND_HAVE_ULFM
   int* value = nullptr;
   int found = 0;
-  if (MPI_Comm_get_attr(MPI_COMM_WORLD, MPIX_FT, &value, &found) == MPI_SUCCESS && found &&
-      value != nullptr)
+  if (MPI_Comm_get_attr(MPI_COMM_WORLD, MPIX_FT, &value, &found) == MPI_SUCCESS && found && value != nullptr)
     return *value != 0;
   return false;
 #else
@@ -34,8 +33,7 @@ bool is_failure_error(int code) {
 #if RINGMEND_HAVE_ULFM
   int cls = 0;
   MPI_Error_class(code, &cls);
-  return cls == MPIX_ERR_PROC_FAILED || cls == MPIX_ERR_PROC_FAILED_PENDING ||
-         cls == MPIX_ERR_REVOKED;
+  return cls == MPIX_ERR_PROC_FAILED || cls == MPIX_ERR_PROC_FAILED_PENDING || cls == MPIX_ERR_REVOKED;
 #else
   (void)code;
   return false;
@@ -114,8 +112,7 @@ ShrinkOutcome revoke_and_shrink(MPI_Comm comm, int& rc) {
   std::vector<int> old_ranks(static_cast<size_t>(old_size));
   std::iota(old_ranks.begin(), old_ranks.end(), 0);
   std::vector<int> in_new(old_ranks.size());
-  MPI_Group_translate_ranks(old_group.get(), old_size, old_ranks.data(), new_group.get(),
-                            in_new.data());
+  MPI_Group_translate_ranks(old_group.get(), old_size, old_ranks.data(), new_group.get(), in_new.data());
   for (int r = 0; r < old_size; ++r)
     if (in_new[static_cast<size_t>(r)] == MPI_UNDEFINED) out.lost_members.push_back(r);
 #else

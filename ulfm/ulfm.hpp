@@ -67,8 +67,8 @@ class FailureMonitor {
 
 // Outcome of one shrink.
 struct ShrinkOutcome {
-  CommHandle comm;                 // the survivors' communicator
-  std::vector<int> lost_members;   // ranks of the *old* communicator that failed
+  CommHandle comm;                // the survivors' communicator
+  std::vector<int> lost_members;  // ranks of the *old* communicator that failed
 };
 
 // Revokes `comm` (idempotent) and shrinks it to the survivors. Every survivor

@@ -46,11 +46,20 @@ int main(int argc, char** argv) {
       char seen[16][64];
       while (*p) {
         const int count = atoi(p);
-        if (count <= 0 || first + count > size || nodes == 16) { failed = 1; break; }
+        if (count <= 0 || first + count > size || nodes == 16) {
+          failed = 1;
+          break;
+        }
         const char* n0 = names + (size_t)first * sizeof name;
-        if (!*n0) { fprintf(stderr, "node_probe: rank %d has no SLURMD_NODENAME\n", first); failed = 1; }
+        if (!*n0) {
+          fprintf(stderr, "node_probe: rank %d has no SLURMD_NODENAME\n", first);
+          failed = 1;
+        }
         for (int k = 0; k < nodes; ++k)
-          if (strcmp(seen[k], n0) == 0) { fprintf(stderr, "node_probe: node %s appears twice\n", n0); failed = 1; }
+          if (strcmp(seen[k], n0) == 0) {
+            fprintf(stderr, "node_probe: node %s appears twice\n", n0);
+            failed = 1;
+          }
         snprintf(seen[nodes++], 64, "%s", n0);
         for (int r = first; r < first + count; ++r) {
           const char* nr = names + (size_t)r * sizeof name;

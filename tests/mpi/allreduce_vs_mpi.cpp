@@ -20,20 +20,28 @@ namespace {
 
 MPI_Datatype mpi_type(DataType t) {
   switch (t) {
-    case DataType::Float32: return MPI_FLOAT;
-    case DataType::Float64: return MPI_DOUBLE;
-    case DataType::Int32: return MPI_INT32_T;
-    case DataType::Int64: return MPI_INT64_T;
+    case DataType::Float32:
+      return MPI_FLOAT;
+    case DataType::Float64:
+      return MPI_DOUBLE;
+    case DataType::Int32:
+      return MPI_INT32_T;
+    case DataType::Int64:
+      return MPI_INT64_T;
   }
   return MPI_DATATYPE_NULL;
 }
 
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return MPI_SUM;
-    case ReduceOp::Prod: return MPI_PROD;
-    case ReduceOp::Min: return MPI_MIN;
-    case ReduceOp::Max: return MPI_MAX;
+    case ReduceOp::Sum:
+      return MPI_SUM;
+    case ReduceOp::Prod:
+      return MPI_PROD;
+    case ReduceOp::Min:
+      return MPI_MIN;
+    case ReduceOp::Max:
+      return MPI_MAX;
   }
   return MPI_OP_NULL;
 }
@@ -59,7 +67,9 @@ std::size_t compare(const std::vector<T>& got, const std::vector<T>& want, Reduc
     if constexpr (std::is_floating_point_v<T>) {
       const bool exact = op == ReduceOp::Min || op == ReduceOp::Max;
       // Relative rounding of a sum of `ranks` terms of magnitude <= 1.
-      const double tol = exact ? 0 : 8.0 * ranks * std::numeric_limits<T>::epsilon() * std::max(1.0, std::fabs(double(want[i])));
+      const double tol =
+          exact ? 0
+                : 8.0 * ranks * std::numeric_limits<T>::epsilon() * std::max(1.0, std::fabs(double(want[i])));
       if (std::fabs(double(got[i]) - double(want[i])) > tol) ++wrong;
     } else {
       if (got[i] != want[i]) ++wrong;
@@ -87,7 +97,8 @@ int main(int argc, char** argv) {
   // Element counts: odd sizes, the one-shot limit (16 KiB) and shared-memory
   // chunk (256 KiB) boundaries for 4- and 8-byte types, then doubling to the
   // maximum.
-  std::vector<std::size_t> counts{0, 1, 3, 17, 1023, 2047, 2048, 2049, 4095, 4096, 4097, 65535, 65536, 65537, 262147};
+  std::vector<std::size_t> counts{0,    1,    3,    17,    1023,  2047,  2048,  2049,
+                                  4095, 4096, 4097, 65535, 65536, 65537, 262147};
   for (std::size_t c = std::size_t{1} << 20; c * 4 <= max_bytes; c <<= 2) counts.push_back(c + 1);
   const DataType types[] = {DataType::Float32, DataType::Float64, DataType::Int32, DataType::Int64};
   const ReduceOp ops[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max};
@@ -103,17 +114,27 @@ int main(int argc, char** argv) {
         if (count * size_of(t) > max_bytes) continue;
         std::size_t wrong = 0;
         switch (t) {
-          case DataType::Float32: wrong = check<float>(comm, count, t, op, seed); break;
-          case DataType::Float64: wrong = check<double>(comm, count, t, op, seed); break;
-          case DataType::Int32: wrong = check<std::int32_t>(comm, count, t, op, seed); break;
-          case DataType::Int64: wrong = check<std::int64_t>(comm, count, t, op, seed); break;
+          case DataType::Float32:
+            wrong = check<float>(comm, count, t, op, seed);
+            break;
+          case DataType::Float64:
+            wrong = check<double>(comm, count, t, op, seed);
+            break;
+          case DataType::Int32:
+            wrong = check<std::int32_t>(comm, count, t, op, seed);
+            break;
+          case DataType::Int64:
+            wrong = check<std::int64_t>(comm, count, t, op, seed);
+            break;
         }
         if (wrong) {
           ++failures;
           std::fprintf(stderr, "rank %d: count=%zu type=%s op=%s: %zu elements differ from MPI_Allreduce\n",
-                       comm.rank(), count, std::string(name_of(t)).c_str(), std::string(name_of(op)).c_str(), wrong);
+                       comm.rank(), count, std::string(name_of(t)).c_str(), std::string(name_of(op)).c_str(),
+                       wrong);
         }
       }
-  std::printf("TEST %s world rank %d: %zu failures\n", failures ? "FAILED" : "PASSED", comm.world_rank(), failures);
+  std::printf("TEST %s world rank %d: %zu failures\n", failures ? "FAILED" : "PASSED", comm.world_rank(),
+              failures);
   return failures ? 1 : 0;
 }

@@ -31,8 +31,8 @@ int main(int argc, char** argv) {
       std::printf("TEST FAILED: bad RINGMEND_CHUNK_BYTES was accepted\n");
       return 1;
     } catch (const Error& e) {
-      const bool ok =
-          e.code() == Errc::BadEnvironment && std::string(e.what()).find("RINGMEND_CHUNK_BYTES") != std::string::npos;
+      const bool ok = e.code() == Errc::BadEnvironment &&
+                      std::string(e.what()).find("RINGMEND_CHUNK_BYTES") != std::string::npos;
       std::printf("TEST %s: %s\n", ok ? "PASSED" : "FAILED", e.what());
       return ok ? 0 : 1;
     }
@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
     }
   }
   const int rc = follow_up_works(comm);
-  std::printf("TEST %s rank %d: follow-up allreduce %s\n", rc ? "FAILED" : "PASSED", comm.rank(), rc ? "failed" : "ok");
+  std::printf("TEST %s rank %d: follow-up allreduce %s\n", rc ? "FAILED" : "PASSED", comm.rank(),
+              rc ? "failed" : "ok");
   return rc;
 }

@@ -19,12 +19,14 @@ int main(int argc, char** argv) {
   ringmend_result r;
   if (ringmend_allreduce(world, x, y, 3, RINGMEND_FLOAT64, RINGMEND_SUM, &r) != RINGMEND_SUCCESS) ++failures;
   if (y[0] != size * (size - 1) / 2.0 || y[1] != size || r.contributors != size) ++failures;
-  if (ringmend_allreduce(world, x, x, 3, RINGMEND_FLOAT64, RINGMEND_MAX, NULL) != RINGMEND_SUCCESS) ++failures;
+  if (ringmend_allreduce(world, x, x, 3, RINGMEND_FLOAT64, RINGMEND_MAX, NULL) != RINGMEND_SUCCESS)
+    ++failures;
   if (x[0] != size - 1 || x[2] != 0) ++failures;
 
   char msg[16] = {0};
   if (rank == 0) strcpy(msg, "from rank 0");
-  if (ringmend_broadcast(world, msg, sizeof msg, 0, NULL) != RINGMEND_SUCCESS || strcmp(msg, "from rank 0") != 0)
+  if (ringmend_broadcast(world, msg, sizeof msg, 0, NULL) != RINGMEND_SUCCESS ||
+      strcmp(msg, "from rank 0") != 0)
     ++failures;
   if (ringmend_barrier(world, NULL) != RINGMEND_SUCCESS) ++failures;
 

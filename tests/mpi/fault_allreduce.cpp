@@ -58,7 +58,9 @@ int main(int argc, char** argv) {
       const int root_world = comm.world_ranks()[static_cast<std::size_t>(root)];
       std::vector<std::int32_t> buf(count);
       for (std::size_t i = 0; i < count; ++i)
-        buf[i] = comm.rank() == root ? static_cast<std::int32_t>(i * 7 + static_cast<std::size_t>(root_world + it)) : -1;
+        buf[i] = comm.rank() == root
+                     ? static_cast<std::int32_t>(i * 7 + static_cast<std::size_t>(root_world + it))
+                     : -1;
       try {
         CollectiveResult r = comm.broadcast(buf.data(), count * 4, root);
         recovered_calls += r.recovered;
@@ -89,9 +91,10 @@ int main(int argc, char** argv) {
       recovered_calls += r.recovered;
       const std::size_t wrong = (in_place ? in : out).wrong(contributors_of(comm, r), op, it);
       if (wrong) {
-        std::fprintf(stderr, "world rank %d: allreduce %d (%s %s, recovered=%d, contributors=%d): %zu wrong\n", me, it,
-                     std::string(name_of(t)).c_str(), std::string(name_of(op)).c_str(), r.recovered, r.contributors,
-                     wrong);
+        std::fprintf(stderr,
+                     "world rank %d: allreduce %d (%s %s, recovered=%d, contributors=%d): %zu wrong\n", me,
+                     it, std::string(name_of(t)).c_str(), std::string(name_of(op)).c_str(), r.recovered,
+                     r.contributors, wrong);
         ++failures;
       }
     }
@@ -111,7 +114,7 @@ int main(int argc, char** argv) {
     ++failures;
   }
   std::printf("TEST %s world rank %d: %s, %d collectives, final size %d, epoch %llu, %d recovered calls\n",
-              failures ? "FAILED" : "PASSED", me, failures ? "not verified" : "verified", iters, comm.size(), static_cast<unsigned long long>(comm.epoch()),
-              recovered_calls);
+              failures ? "FAILED" : "PASSED", me, failures ? "not verified" : "verified", iters, comm.size(),
+              static_cast<unsigned long long>(comm.epoch()), recovered_calls);
   return failures ? 1 : 0;
 }

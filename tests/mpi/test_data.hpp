@@ -18,10 +18,13 @@ namespace ringmend::testing {
 inline long long input_value(int world_rank, std::size_t i, ReduceOp op, int salt) {
   const long long w = world_rank, k = static_cast<long long>(i) + salt;
   switch (op) {
-    case ReduceOp::Sum: return (w * 7 + k * 3) % 11 - 5;
-    case ReduceOp::Prod: return (w + k) % 3 == 0 ? 2 : ((w + k) % 3 == 1 ? -1 : 1);
+    case ReduceOp::Sum:
+      return (w * 7 + k * 3) % 11 - 5;
+    case ReduceOp::Prod:
+      return (w + k) % 3 == 0 ? 2 : ((w + k) % 3 == 1 ? -1 : 1);
     case ReduceOp::Min:
-    case ReduceOp::Max: return (w * 13 + k * 7) % 101 - 50;
+    case ReduceOp::Max:
+      return (w * 13 + k * 7) % 101 - 50;
   }
   return 0;
 }
@@ -33,10 +36,14 @@ void fill(T* p, std::size_t n, int world_rank, ReduceOp op, int salt) {
 
 inline long long fold(long long a, long long b, ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return a + b;
-    case ReduceOp::Prod: return a * b;
-    case ReduceOp::Min: return b < a ? b : a;
-    case ReduceOp::Max: return b > a ? b : a;
+    case ReduceOp::Sum:
+      return a + b;
+    case ReduceOp::Prod:
+      return a * b;
+    case ReduceOp::Min:
+      return b < a ? b : a;
+    case ReduceOp::Max:
+      return b > a ? b : a;
   }
   return 0;
 }
@@ -50,7 +57,8 @@ std::size_t count_wrong(const T* out, std::size_t n, const std::vector<int>& ran
     for (std::size_t r = 1; r < ranks.size(); ++r) ref = fold(ref, input_value(ranks[r], i, op, salt), op);
     if (out[i] != static_cast<T>(ref)) {
       if (wrong < 3)
-        std::fprintf(stderr, "  element %zu: got %.17g, expected %lld\n", i, static_cast<double>(out[i]), ref);
+        std::fprintf(stderr, "  element %zu: got %.17g, expected %lld\n", i, static_cast<double>(out[i]),
+                     ref);
       ++wrong;
     }
   }
@@ -66,18 +74,30 @@ struct TypedBuffer {
   void* data() { return bytes.data(); }
   void fill_input(int world_rank, ReduceOp op, int salt) {
     switch (type) {
-      case DataType::Float32: fill(reinterpret_cast<float*>(data()), count, world_rank, op, salt); break;
-      case DataType::Float64: fill(reinterpret_cast<double*>(data()), count, world_rank, op, salt); break;
-      case DataType::Int32: fill(reinterpret_cast<std::int32_t*>(data()), count, world_rank, op, salt); break;
-      case DataType::Int64: fill(reinterpret_cast<std::int64_t*>(data()), count, world_rank, op, salt); break;
+      case DataType::Float32:
+        fill(reinterpret_cast<float*>(data()), count, world_rank, op, salt);
+        break;
+      case DataType::Float64:
+        fill(reinterpret_cast<double*>(data()), count, world_rank, op, salt);
+        break;
+      case DataType::Int32:
+        fill(reinterpret_cast<std::int32_t*>(data()), count, world_rank, op, salt);
+        break;
+      case DataType::Int64:
+        fill(reinterpret_cast<std::int64_t*>(data()), count, world_rank, op, salt);
+        break;
     }
   }
   std::size_t wrong(const std::vector<int>& ranks, ReduceOp op, int salt) {
     switch (type) {
-      case DataType::Float32: return count_wrong(reinterpret_cast<float*>(data()), count, ranks, op, salt);
-      case DataType::Float64: return count_wrong(reinterpret_cast<double*>(data()), count, ranks, op, salt);
-      case DataType::Int32: return count_wrong(reinterpret_cast<std::int32_t*>(data()), count, ranks, op, salt);
-      case DataType::Int64: return count_wrong(reinterpret_cast<std::int64_t*>(data()), count, ranks, op, salt);
+      case DataType::Float32:
+        return count_wrong(reinterpret_cast<float*>(data()), count, ranks, op, salt);
+      case DataType::Float64:
+        return count_wrong(reinterpret_cast<double*>(data()), count, ranks, op, salt);
+      case DataType::Int32:
+        return count_wrong(reinterpret_cast<std::int32_t*>(data()), count, ranks, op, salt);
+      case DataType::Int64:
+        return count_wrong(reinterpret_cast<std::int64_t*>(data()), count, ranks, op, salt);
     }
     return count;
   }
@@ -88,7 +108,8 @@ struct TypedBuffer {
 // they died (a survivor handed it over).
 inline std::vector<int> contributors_of(const Communicator& comm, const CollectiveResult& r) {
   std::set<int> s(comm.world_ranks().begin(), comm.world_ranks().end());
-  if (r.contributors == comm.size() + static_cast<int>(r.lost.size())) s.insert(r.lost.begin(), r.lost.end());
+  if (r.contributors == comm.size() + static_cast<int>(r.lost.size()))
+    s.insert(r.lost.begin(), r.lost.end());
   else if (r.contributors != comm.size()) {
     std::fprintf(stderr, "contributors=%d matches neither the %d members nor members+lost\n", r.contributors,
                  comm.size());

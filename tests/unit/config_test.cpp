@@ -1,9 +1,10 @@
+#include "runtime/config.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
 #include "ringmend/error.hpp"
-#include "runtime/config.hpp"
 
 using namespace ringmend;
 
@@ -58,9 +59,10 @@ TEST(Config, SharedMemorySettings) {
   EXPECT_EQ(c.shm_chunk_bytes, std::size_t{1} << 20);
   EXPECT_EQ(c.small_bytes, 4096u);
   EXPECT_TRUE(c.debug_topo);
-  for (auto [name, value] : {std::pair{"RINGMEND_SHM_CHUNK_BYTES", "1K"}, std::pair{"RINGMEND_SHM_CHUNK_BYTES", "1G"},
-                             std::pair{"RINGMEND_SMALL_BYTES", "2M"}, std::pair{"RINGMEND_DEBUG", "topo,net"},
-                             std::pair{"RINGMEND_SHM", "perhaps"}}) {
+  for (auto [name, value] :
+       {std::pair{"RINGMEND_SHM_CHUNK_BYTES", "1K"}, std::pair{"RINGMEND_SHM_CHUNK_BYTES", "1G"},
+        std::pair{"RINGMEND_SMALL_BYTES", "2M"}, std::pair{"RINGMEND_DEBUG", "topo,net"},
+        std::pair{"RINGMEND_SHM", "perhaps"}}) {
     ::setenv(name, value, 1);
     try {
       Config::from_environment();
@@ -70,6 +72,7 @@ TEST(Config, SharedMemorySettings) {
     }
     ::unsetenv(name);
   }
-  for (const char* name : {"RINGMEND_SHM", "RINGMEND_SHM_CHUNK_BYTES", "RINGMEND_SMALL_BYTES", "RINGMEND_DEBUG"})
+  for (const char* name :
+       {"RINGMEND_SHM", "RINGMEND_SHM_CHUNK_BYTES", "RINGMEND_SMALL_BYTES", "RINGMEND_DEBUG"})
     ::unsetenv(name);
 }

@@ -21,9 +21,9 @@ TEST(FaultSpec, ParsesRules) {
 TEST(FaultSpec, EmptyMeansNoFaults) { EXPECT_TRUE(parse_fault_spec("").empty()); }
 
 TEST(FaultSpec, MalformedRulesAreClearErrors) {
-  for (const char* bad : {"rank=1", "rank=1,call=2,phase=sometime", "rank=x,call=1,phase=start",
-                          "rank=1,call=1,phase=start,colour=red", "rank=1 call=1 phase=start",
-                          "rank=-1,call=1,phase=start"}) {
+  for (const char* bad :
+       {"rank=1", "rank=1,call=2,phase=sometime", "rank=x,call=1,phase=start",
+        "rank=1,call=1,phase=start,colour=red", "rank=1 call=1 phase=start", "rank=-1,call=1,phase=start"}) {
     try {
       parse_fault_spec(bad);
       FAIL() << "accepted '" << bad << "'";

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "transport/partition.hpp"
+
+#include <gtest/gtest.h>
 
 using ringmend::transport::split;
 

@@ -1,10 +1,10 @@
+#include "transport/reduce_kernels.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <limits>
 #include <vector>
-
-#include "transport/reduce_kernels.hpp"
 
 using namespace ringmend;
 
@@ -27,8 +27,7 @@ TEST(ReduceKernels, EveryOpOnFloats) {
 }
 
 TEST(ReduceKernels, EveryTypeSums) {
-  EXPECT_EQ(run(ReduceOp::Sum, std::vector<double>{1e300, 1}, {1e300, 2}),
-            (std::vector<double>{2e300, 3}));
+  EXPECT_EQ(run(ReduceOp::Sum, std::vector<double>{1e300, 1}, {1e300, 2}), (std::vector<double>{2e300, 3}));
   EXPECT_EQ(run(ReduceOp::Sum, std::vector<std::int32_t>{7, -7}, {-8, 8}),
             (std::vector<std::int32_t>{-1, 1}));
   EXPECT_EQ(run(ReduceOp::Max, std::vector<std::int64_t>{1LL << 40, -5}, {3, -6}),

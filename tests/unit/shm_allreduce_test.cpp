@@ -34,7 +34,8 @@ class TestWait : public WaitContext {
 
  private:
   std::function<void(Phase, int)> on_;
-  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::chrono::steady_clock::time_point deadline_ =
+      std::chrono::steady_clock::now() + std::chrono::seconds(20);
 };
 
 std::string unique_name() {
@@ -146,8 +147,9 @@ TEST(ShmAllreduceErrors, DifferentCountsAreAMismatchOnEveryRank) {
     const std::size_t count = r == 1 ? 5000 : 100;  // one-shot on two ranks, pipelined on one
     std::vector<float> in(count, 1.0f), out(count);
     TestWait wait;
-    hierarchical_allreduce(node, nullptr, h, {in.data(), out.data(), count, DataType::Float32, ReduceOp::Sum, 1},
-                           wait, {1024, 64 * 1024});
+    hierarchical_allreduce(node, nullptr, h,
+                           {in.data(), out.data(), count, DataType::Float32, ReduceOp::Sum, 1}, wait,
+                           {1024, 64 * 1024});
     return kOk;
   });
   for (int c : codes) EXPECT_EQ(c, kMismatch);
@@ -162,8 +164,9 @@ TEST(ShmAllreduceFailures, AKilledRankIsNoticedByItsPeers) {
     TestWait wait([r](Phase p, int step) {
       if (r == 2 && p == Phase::ReduceScatter && step == 5) ::raise(SIGKILL);
     });
-    hierarchical_allreduce(node, nullptr, h, {in.data(), out.data(), count, DataType::Float32, ReduceOp::Sum, 1},
-                           wait, {1024, 64 * 1024});
+    hierarchical_allreduce(node, nullptr, h,
+                           {in.data(), out.data(), count, DataType::Float32, ReduceOp::Sum, 1}, wait,
+                           {1024, 64 * 1024});
     return kOk;
   });
   EXPECT_EQ(codes[0], kInterrupted);

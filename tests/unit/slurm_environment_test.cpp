@@ -158,7 +158,8 @@ TEST(Launcher, SrunNoticesSayWhyAndWhatToDo) {
   EXPECT_NE(n.find("ringmend-run"), std::string::npos);
   const auto srun4 = lookup({{"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "4"}});
   EXPECT_NE(srun_without_pmix_notice(srun4, 1).find("--mpi=pmix"), std::string::npos);
-  const auto srun4_task1 = lookup({{"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "1"}, {"SLURM_STEP_NUM_TASKS", "4"}});
+  const auto srun4_task1 =
+      lookup({{"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "1"}, {"SLURM_STEP_NUM_TASKS", "4"}});
   EXPECT_TRUE(srun_without_pmix_notice(srun4_task1, 1).empty());  // said once, by task 0
   EXPECT_TRUE(srun_without_pmix_notice(srun4, 4).empty());
   EXPECT_TRUE(srun_without_pmix_notice(lookup({{"OMPI_COMM_WORLD_SIZE", "1"}}), 1).empty());

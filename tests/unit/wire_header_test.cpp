@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "transport/wire_header.hpp"
+
+#include <gtest/gtest.h>
 
 using namespace ringmend;
 using namespace ringmend::transport;

@@ -23,7 +23,12 @@ typedef enum {
   RINGMEND_ERR_INTERNAL = 7
 } ringmend_status;
 
-typedef enum { RINGMEND_FLOAT32 = 0, RINGMEND_FLOAT64 = 1, RINGMEND_INT32 = 2, RINGMEND_INT64 = 3 } ringmend_datatype;
+typedef enum {
+  RINGMEND_FLOAT32 = 0,
+  RINGMEND_FLOAT64 = 1,
+  RINGMEND_INT32 = 2,
+  RINGMEND_INT64 = 3
+} ringmend_datatype;
 typedef enum { RINGMEND_SUM = 0, RINGMEND_PROD = 1, RINGMEND_MIN = 2, RINGMEND_MAX = 3 } ringmend_op;
 
 typedef struct ringmend_runtime ringmend_runtime;
@@ -32,11 +37,11 @@ typedef struct ringmend_comm ringmend_comm;
 /* Filled by collectives when the caller passes a non-null pointer. `lost`
  * points into storage owned by the communicator, valid until its next call. */
 typedef struct {
-  int recovered;     /* 1 if a failure happened during the call and was recovered */
-  int contributors;  /* ranks whose inputs the result contains */
-  int num_lost;      /* original (world) ranks lost during the call */
+  int recovered;    /* 1 if a failure happened during the call and was recovered */
+  int contributors; /* ranks whose inputs the result contains */
+  int num_lost;     /* original (world) ranks lost during the call */
   const int* lost;
-  uint64_t epoch;    /* membership epoch after the call */
+  uint64_t epoch; /* membership epoch after the call */
 } ringmend_result;
 
 typedef struct {

@@ -26,22 +26,22 @@ namespace ringmend {
 
 // What a collective call reports besides its data.
 struct CollectiveResult {
-  bool recovered = false;     // a failure happened during this call and was recovered
-  std::vector<int> lost;      // original (world) ranks lost during this call
-  int contributors = 0;       // ranks whose inputs the result contains
-  std::uint64_t epoch = 0;    // membership epoch after the call
+  bool recovered = false;   // a failure happened during this call and was recovered
+  std::vector<int> lost;    // original (world) ranks lost during this call
+  int contributors = 0;     // ranks whose inputs the result contains
+  std::uint64_t epoch = 0;  // membership epoch after the call
 };
 
 // Passed to membership-change callbacks after each recovery.
 struct MembershipChange {
   std::uint64_t old_epoch = 0, new_epoch = 0;
-  std::vector<int> lost;       // original ranks lost in this recovery
+  std::vector<int> lost;  // original ranks lost in this recovery
   int old_size = 0, new_size = 0;
-  int new_rank = 0;            // this process's rank in the new membership
-  double recovery_seconds = 0; // failure noticed -> membership rebuilt, of which:
-  double shrink_seconds = 0;   //   revoke + shrink (MPIX_Comm_shrink agrees on the failed set)
-  double rebuild_seconds = 0;  //   new plan, shared memory, UCX endpoints, agreement on the epoch
-  int attempts = 1;            // shrinks needed (more when ranks die during recovery)
+  int new_rank = 0;             // this process's rank in the new membership
+  double recovery_seconds = 0;  // failure noticed -> membership rebuilt, of which:
+  double shrink_seconds = 0;    //   revoke + shrink (MPIX_Comm_shrink agrees on the failed set)
+  double rebuild_seconds = 0;   //   new plan, shared memory, UCX endpoints, agreement on the epoch
+  int attempts = 1;             // shrinks needed (more when ranks die during recovery)
 };
 
 class Communicator {
@@ -58,8 +58,7 @@ class Communicator {
   std::uint64_t collectives_called() const;     // collective calls so far
 
   // Out of place (input and output must not overlap) and in place.
-  CollectiveResult allreduce(const void* input, void* output, std::size_t count, DataType type,
-                             ReduceOp op);
+  CollectiveResult allreduce(const void* input, void* output, std::size_t count, DataType type, ReduceOp op);
   CollectiveResult allreduce(void* inout, std::size_t count, DataType type, ReduceOp op);
 
   template <class T>
@@ -107,7 +106,7 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   Communicator& world();
-  bool fault_tolerant() const;            // ULFM built in and enabled at launch
+  bool fault_tolerant() const;                 // ULFM built in and enabled at launch
   std::string fault_tolerance_status() const;  // one line explaining the above
 
   struct Impl;

@@ -18,40 +18,66 @@ constexpr bool is_valid(ReduceOp o) { return static_cast<int>(o) < kReduceOpCoun
 
 constexpr std::size_t size_of(DataType t) {
   switch (t) {
-    case DataType::Float32: return 4;
-    case DataType::Float64: return 8;
-    case DataType::Int32: return 4;
-    case DataType::Int64: return 8;
+    case DataType::Float32:
+      return 4;
+    case DataType::Float64:
+      return 8;
+    case DataType::Int32:
+      return 4;
+    case DataType::Int64:
+      return 8;
   }
   return 0;
 }
 
 constexpr std::string_view name_of(DataType t) {
   switch (t) {
-    case DataType::Float32: return "float32";
-    case DataType::Float64: return "float64";
-    case DataType::Int32: return "int32";
-    case DataType::Int64: return "int64";
+    case DataType::Float32:
+      return "float32";
+    case DataType::Float64:
+      return "float64";
+    case DataType::Int32:
+      return "int32";
+    case DataType::Int64:
+      return "int64";
   }
   return "invalid-type";
 }
 
 constexpr std::string_view name_of(ReduceOp o) {
   switch (o) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Prod: return "prod";
-    case ReduceOp::Min: return "min";
-    case ReduceOp::Max: return "max";
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Prod:
+      return "prod";
+    case ReduceOp::Min:
+      return "min";
+    case ReduceOp::Max:
+      return "max";
   }
   return "invalid-op";
 }
 
-template <class T> struct DataTypeOf;
-template <> struct DataTypeOf<float> { static constexpr DataType value = DataType::Float32; };
-template <> struct DataTypeOf<double> { static constexpr DataType value = DataType::Float64; };
-template <> struct DataTypeOf<std::int32_t> { static constexpr DataType value = DataType::Int32; };
-template <> struct DataTypeOf<std::int64_t> { static constexpr DataType value = DataType::Int64; };
+template <class T>
+struct DataTypeOf;
+template <>
+struct DataTypeOf<float> {
+  static constexpr DataType value = DataType::Float32;
+};
+template <>
+struct DataTypeOf<double> {
+  static constexpr DataType value = DataType::Float64;
+};
+template <>
+struct DataTypeOf<std::int32_t> {
+  static constexpr DataType value = DataType::Int32;
+};
+template <>
+struct DataTypeOf<std::int64_t> {
+  static constexpr DataType value = DataType::Int64;
+};
 
-template <class T> inline constexpr DataType data_type_of = DataTypeOf<T>::value;
+template <class T>
+inline constexpr DataType data_type_of = DataTypeOf<T>::value;
 
 }  // namespace ringmend
