@@ -1,8 +1,10 @@
 #include "bench/p2p_bench.hpp"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -10,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <random>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -17,6 +20,7 @@
 
 #include "bench/bench_util.hpp"
 #include "transport/progress.hpp"
+#include "transport/shm_channel.hpp"
 #include "transport/ucx_channel.hpp"
 
 namespace ringmend::bench {
@@ -30,6 +34,7 @@ constexpr int kDataTag = 100, kAckTag = 101;
 constexpr std::size_t kAckBytes = 4;
 
 enum class Transport { Ucx, Shm };
+const char* transport_name(Transport t) { return t == Transport::Ucx ? "ucx" : "shm"; }
 
 struct Options {
   P2PMode mode = P2PMode::Bandwidth;
@@ -177,15 +182,16 @@ class DeadlineWait final : public tp::WaitContext {
   double seconds_;
 };
 
-class UcxEndpoint final : public Endpoint {
+// Over one of ringmend's channels (UCX, or shared memory between ranks 0
+// and 1 on one node).
+class ChannelEndpoint final : public Endpoint {
  public:
-  UcxEndpoint(std::unique_ptr<tp::UcxContext> context, std::unique_ptr<tp::UcxChannel> channel, int peer,
-              DeadlineWait& wait)
-      : context_(std::move(context)), channel_(std::move(channel)), peer_(peer), wait_(wait) {}
-  ~UcxEndpoint() override {
-    channel_.reset();  // the worker goes before the context
-    context_.reset();
-  }
+  // `context` owns what the channel runs on (the UCX context; null for
+  // shared memory): it goes after the channel.
+  ChannelEndpoint(std::shared_ptr<void> context, std::unique_ptr<tp::Channel> channel, int peer,
+                  DeadlineWait& wait, const char* name)
+      : context_(std::move(context)), channel_(std::move(channel)), peer_(peer), wait_(wait), name_(name) {}
+  ~ChannelEndpoint() override { channel_.reset(); }
   void send(const void* buf, std::size_t bytes, int tag) override {
     const tp::Piece piece{const_cast<void*>(buf), bytes};
     ops_.push_back(
@@ -199,16 +205,17 @@ class UcxEndpoint final : public Endpoint {
   void wait_all() override {
     for (tp::Channel::Op op : ops_) {
       if (tp::wait_for(*channel_, op, wait_) != tp::OpState::Done)
-        throw std::runtime_error("UCX: a message was truncated");
+        throw std::runtime_error(std::string(name_) + ": a message was truncated");
     }
     ops_.clear();
   }
 
  private:
-  std::unique_ptr<tp::UcxContext> context_;
-  std::unique_ptr<tp::UcxChannel> channel_;
+  std::shared_ptr<void> context_;
+  std::unique_ptr<tp::Channel> channel_;
   int peer_;
   DeadlineWait& wait_;
+  const char* name_;
   std::vector<tp::Channel::Op> ops_;
 };
 
@@ -219,11 +226,11 @@ std::unique_ptr<Endpoint> open_ucx(MPI_Comm world, DeadlineWait& wait) {
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
   const bool active = rank < 2;
-  std::unique_ptr<tp::UcxContext> context;
+  std::shared_ptr<tp::UcxContext> context;
   std::unique_ptr<tp::UcxChannel> channel;
   std::vector<std::byte> mine;
   if (active) {
-    context = std::make_unique<tp::UcxContext>();
+    context = std::make_shared<tp::UcxContext>();
     channel = std::make_unique<tp::UcxChannel>(*context, rank, size, 0);
     mine = channel->local_address();
   }
@@ -243,7 +250,54 @@ std::unique_ptr<Endpoint> open_ucx(MPI_Comm world, DeadlineWait& wait) {
   }
   const int peer = 1 - rank;
   channel->connect(addresses, {peer});
-  return std::make_unique<UcxEndpoint>(std::move(context), std::move(channel), peer, wait);
+  return std::make_unique<ChannelEndpoint>(std::move(context), std::move(channel), peer, wait, "UCX");
+}
+
+// Collective over `world`, with ranks 0 and 1 on one node: rank 0 creates a
+// segment, rank 1 attaches to it, and the name is removed once both have
+// mapped it (from then on nothing can be left in /dev/shm, however the job
+// ends). The others only take part and get null.
+std::unique_ptr<Endpoint> open_shm(MPI_Comm world, DeadlineWait& wait) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm_size(world, &size);
+  const auto layout = tp::ShmChannelLayout::make(2);
+  std::array<char, 64> name{};  // stays empty if rank 0 cannot create it
+  tp::ShmSegment segment;
+  std::string error;
+  if (rank == 0) {
+    // The random part keeps jobs in different PID namespaces apart.
+    const std::string n =
+        "/ringmend-p2p-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}());
+    try {
+      segment = tp::ShmSegment::create(n, layout.total);
+      n.copy(name.data(), name.size() - 1);
+    } catch (const std::runtime_error& e) {
+      error = e.what();
+    }
+  }
+  MPI_Bcast(name.data(), static_cast<int>(name.size()), MPI_CHAR, 0, world);
+  const int self = static_cast<int>(::getpid());
+  std::vector<int> pids(static_cast<std::size_t>(size));
+  MPI_Allgather(&self, 1, MPI_INT, pids.data(), 1, MPI_INT, world);
+  if (rank == 1 && name[0] != '\0') {
+    try {
+      if (auto s = tp::ShmSegment::attach(name.data(), layout.total)) segment = std::move(*s);
+    } catch (const std::runtime_error& e) {
+      error = e.what();
+    }
+    if (!segment && error.empty()) error = std::string("shared memory ") + name.data() + ": not found";
+  }
+  // Both ranks have mapped it (or given up): the name can go.
+  int ok = error.empty() ? 1 : 0, all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, world);
+  segment.unlink();
+  if (!all_ok)
+    throw std::runtime_error(error.empty() ? "the other rank could not set up shared memory" : error);
+  if (rank >= 2) return nullptr;
+  auto channel = std::make_unique<tp::ShmChannel>(std::move(segment), layout, rank,
+                                                  std::vector<pid_t>{pids[0], pids[1]});
+  return std::make_unique<ChannelEndpoint>(nullptr, std::move(channel), 1 - rank, wait, "shm");
 }
 
 // ---------------------------------------------------------------- measurement
@@ -327,14 +381,17 @@ int run(int argc, char** argv, P2PMode mode) {
     MPI_Finalize();
     return 2;
   }
-  if (run_r && o.transport == Transport::Shm) {
-    // Ranks pass through here together: the options are the same everywhere.
-    if (rank == 0) std::fprintf(stderr, "%s: --transport shm: not available yet\n", prog);
+
+  JobLayout layout = job_layout(MPI_COMM_WORLD);
+  const bool same_node = layout.node_of_rank[0] == layout.node_of_rank[1];
+  if (run_r && o.transport == Transport::Shm && !same_node) {
+    // Every rank knows the layout: they all leave here together.
+    if (rank == 0)
+      std::fprintf(stderr, "%s: --transport shm needs ranks 0 and 1 on the same node (they are not)\n", prog);
+    MPI_Comm_free(&layout.node_comm);
     MPI_Finalize();
     return 2;
   }
-
-  JobLayout layout = job_layout(MPI_COMM_WORLD);
   JsonFile json_file;
   if (!o.json.empty()) {
     json_file = open_json_file(MPI_COMM_WORLD, o.json, prog);
@@ -345,17 +402,18 @@ int run(int argc, char** argv, P2PMode mode) {
     }
   }
   const RunInfo info = run_info(MPI_COMM_WORLD, layout, argc, argv, built_version());
-  const bool same_node = layout.node_of_rank[0] == layout.node_of_rank[1];
+  const char* transport = transport_name(o.transport);
 
   MPI_Comm pair = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
 
   DeadlineWait wait(o.timeout_s);
-  std::unique_ptr<Endpoint> ucx, mpi;
+  std::unique_ptr<Endpoint> ours, mpi;
   int status = 0;
   std::vector<Row> rows;
   try {
-    if (run_r) ucx = open_ucx(MPI_COMM_WORLD, wait);
+    if (run_r)
+      ours = o.transport == Transport::Ucx ? open_ucx(MPI_COMM_WORLD, wait) : open_shm(MPI_COMM_WORLD, wait);
     if (run_m && rank < 2) mpi = std::make_unique<MpiEndpoint>(pair, 1 - rank);
     const std::vector<std::size_t> sizes = size_sweep(o.min_bytes, o.max_bytes);
     const std::size_t largest = std::max<std::size_t>(sizes.empty() ? 0 : sizes.back(), kAckBytes);
@@ -363,7 +421,8 @@ int run(int argc, char** argv, P2PMode mode) {
       const bool bw = mode == P2PMode::Bandwidth;
       std::printf("# ringmend P2P %s Test (ringmend %s, impl %s%s%s, ranks 0 and 1 on %s)\n",
                   bw ? "Bandwidth" : "Latency", built_version(), o.impl.c_str(),
-                  run_r ? ", transport ucx" : "", bw ? (", window " + std::to_string(o.window)).c_str() : "",
+                  run_r ? (std::string(", transport ") + transport).c_str() : "",
+                  bw ? (", window " + std::to_string(o.window)).c_str() : "",
                   same_node ? "the same node" : "different nodes");
       std::printf("%-10s%18s", "# Size", bw ? "Bandwidth (MB/s)" : "Latency (us)");
       if (run_r && run_m) std::printf("%22s%10s", bw ? "MPI Bandwidth (MB/s)" : "MPI Latency (us)", "ratio");
@@ -382,7 +441,7 @@ int run(int argc, char** argv, P2PMode mode) {
                      ? measure_bw(ep, rank, bytes, iters, warm, o.window, sbuf.data, rbuf.data)
                      : measure_latency(ep, rank, bytes, iters, warm, sbuf.data, rbuf.data);
         };
-        if (ucx) vr = measure(*ucx);
+        if (ours) vr = measure(*ours);
         if (mpi) vm = measure(*mpi);
         if (rank != 0) continue;
         std::printf("%-10zu%18.2f", bytes, run_r ? vr : vm);
@@ -393,7 +452,7 @@ int run(int argc, char** argv, P2PMode mode) {
         }
         std::printf("\n");
         std::fflush(stdout);
-        if (run_r) rows.push_back({bytes, "ringmend", "ucx", vr, iters, warm});
+        if (run_r) rows.push_back({bytes, "ringmend", transport, vr, iters, warm});
         if (run_m) rows.push_back({bytes, "mpi", "mpi", vm, iters, warm});
       }
     }
@@ -403,7 +462,7 @@ int run(int argc, char** argv, P2PMode mode) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  ucx.reset();
+  ours.reset();
   mpi.reset();
 
   if (json_file.file) {
@@ -418,7 +477,7 @@ int run(int argc, char** argv, P2PMode mode) {
     json.field("max_bytes", o.max_bytes);
     json.field("impl", o.impl);
     if (run_r)
-      json.field("transport", "ucx");
+      json.field("transport", transport);
     else
       json.key("transport").null();
     if (mode == P2PMode::Bandwidth) json.field("window", o.window);

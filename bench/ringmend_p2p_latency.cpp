@@ -1,5 +1,6 @@
 // osu_latency between ranks 0 and 1 of the job: ping-pong, half the round
-// trip, over ringmend's UCX transport and over MPI.
+// trip, over ringmend's transports (UCX, or shared memory with
+// --transport shm) and over MPI.
 //
 //   ringmend_p2p_latency [-m [MIN:]MAX] [-i ITERS] [-x WARMUP]
 //                        [--impl ringmend|mpi|both] [--transport ucx|shm]

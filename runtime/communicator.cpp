@@ -171,8 +171,7 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
   if (c.kind == transport::CollectiveKind::Allreduce && shm_node_ && !hierarchy_.multi_node() &&
       c.input != c.output) {
     transport::AllreduceArgs a{c.input, c.output, c.count, c.type, c.op, call_seq};
-    transport::hierarchical_allreduce(*shm_node_, nullptr, hierarchy_, a, *this,
-                                      {config_.small_bytes, config_.chunk_bytes});
+    transport::hierarchical_allreduce(*shm_node_, nullptr, hierarchy_, a, *this, {config_.small_bytes});
     retained_seq_[call_seq % 2] = 0;
     return;
   }
@@ -181,7 +180,7 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
     transport::AllreduceArgs a{c.input, out.data(), c.count, c.type, c.op, call_seq};
     if (shm_node_)
       transport::hierarchical_allreduce(*shm_node_, channel_.get(), hierarchy_, a, *this,
-                                        {config_.small_bytes, config_.chunk_bytes});
+                                        {config_.small_bytes});
     else if (bytes <= config_.small_bytes)
       transport::recursive_doubling_allreduce(*channel_, ring_, a, *this);
     else
@@ -332,6 +331,17 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
   mine.where = where_;
   mine.machine = machine_id();
   bool ok = true;
+  // Where the time of a rebuild goes, for RINGMEND_VERBOSE.
+  std::string laps;
+  auto lap_start = Clock::now();
+  auto lap = [&](const char* what) {
+    if (!config_.verbose) return;
+    char text[64];
+    std::snprintf(text, sizeof text, "%s%s %.1f ms", laps.empty() ? "" : ", ", what,
+                  seconds_since(lap_start) * 1e3);
+    laps += text;
+    lap_start = Clock::now();
+  };
 
   // Ranks sharing a node, from MPI (not from host names, which two "nodes"
   // of one machine may share).
@@ -347,7 +357,9 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
     ok = false;
   }
 
+  lap("node split");
   channel_ = std::make_unique<transport::UcxChannel>(ucx_, rank, size, static_cast<std::uint32_t>(epoch + 1));
+  lap("UCX worker");
   const std::vector<std::byte> address = channel_->local_address();
   mine.address_bytes = static_cast<std::uint32_t>(address.size());
   states->assign(static_cast<std::size_t>(size), MemberState{});
@@ -369,6 +381,7 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
                         counts.data(), displs.data(), MPI_BYTE, comm) == MPI_SUCCESS;
   }
 
+  lap("state exchange");
   // The plan, computed identically on every rank; then this node's shared
   // memory when the hierarchical path applies.
   topo::Plan plan;
@@ -386,7 +399,9 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
     const bool some_node_shared = std::any_of(plan.nodes.begin(), plan.nodes.end(),
                                               [](const std::vector<int>& n) { return n.size() > 1; });
     want_shm = config_.shm && some_node_shared;
+    lap("plan");
     if (want_shm) shm_error = open_node_segment(plan, *states);
+    lap("shared memory");
     if (faults_.armed()) faults_.at(FaultPhase::Attach, current_seq_, 0, epoch);
   }
   if (!ok) ulfm::revoke(comm);  // make sure nobody waits for this rank
@@ -395,6 +410,7 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
   // its shared memory.
   int flag = (ok ? 1 : 0) | (want_shm && shm_error.empty() ? 2 : 0);
   const int rc = ulfm::agree(comm, flag);
+  lap("agreement");
   // Every local rank has attached (or given up): the name can go.
   if (!shm_name_.empty()) transport::ShmSegment::unlink_name(shm_name_);
   if (rc != MPI_SUCCESS || !(flag & 1)) {
@@ -438,6 +454,8 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
   channel_->connect(per_rank, peers);
   monitor_ = std::make_unique<ulfm::FailureMonitor>(comm);
+  lap("endpoints");
+  log("epoch " + std::to_string(epoch + 1) + " set up: " + laps);
   if (config_.debug_topo && rank == 0) {
     std::fprintf(stderr, "[ringmend topo] epoch %llu, %s data path\n%s",
                  static_cast<unsigned long long>(epoch + 1),
@@ -554,7 +572,10 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const MemberStat
       old_epoch,      epoch,           out.lost, old_size, size, rank, seconds_since(start),
       shrink_seconds, rebuild_seconds, attempts};
   std::string lost_text;
-  for (int w : out.lost) lost_text += (lost_text.empty() ? "" : ",") + std::to_string(w);
+  for (int w : out.lost) {
+    if (!lost_text.empty()) lost_text += ',';
+    lost_text += std::to_string(w);
+  }
   log("recovered in " + std::to_string(change.recovery_seconds * 1e3) + " ms (shrink " +
       std::to_string(shrink_seconds * 1e3) + " ms, rebuild " + std::to_string(rebuild_seconds * 1e3) +
       " ms, " + std::to_string(attempts) + " attempt(s)): lost world ranks [" + lost_text + "], " +

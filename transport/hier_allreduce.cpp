@@ -9,6 +9,7 @@
 #include "transport/partition.hpp"
 #include "transport/recursive_doubling.hpp"
 #include "transport/reduce_kernels.hpp"
+#include "transport/ring_stream.hpp"
 #include "transport/wire_header.hpp"
 
 namespace ringmend::transport {
@@ -77,8 +78,7 @@ void one_shot(ShmNode& node, Channel* inter, const Hierarchy& h, const Allreduce
   }
 }
 
-void pipelined(ShmNode& node, Channel* inter, const Hierarchy& h, const AllreduceArgs& a, WaitContext& ctx,
-               const HierTuning& t) {
+void pipelined(ShmNode& node, Channel* inter, const Hierarchy& h, const AllreduceArgs& a, WaitContext& ctx) {
   const std::size_t esize = size_of(a.type);
   const std::size_t chunk_elems = node.layout().chunk_bytes / esize;
   const std::size_t chunks = (a.count + chunk_elems - 1) / chunk_elems;
@@ -100,11 +100,19 @@ void pipelined(ShmNode& node, Channel* inter, const Hierarchy& h, const Allreduc
   auto slice_of = [&](std::size_t c, int r) {
     return split(chunk_of(c).count, static_cast<std::size_t>(slices), static_cast<std::size_t>(r));
   };
+  // With several nodes an owner's slices cross the nodes on its rail while
+  // it goes on with the next chunks: one staging buffer per piece in flight.
+  std::optional<RingStream> across;
   std::vector<std::byte> stage;
-  if (multi && owner) stage.resize((chunk_elems / static_cast<std::size_t>(slices) + 1) * esize);
+  const std::size_t stage_bytes = (chunk_elems / static_cast<std::size_t>(slices) + 1) * esize;
+  if (multi && owner) {
+    across.emplace(*inter, h.rail_ring, a, depth);
+    stage.resize(depth * stage_bytes);
+  }
   std::vector<const void*> srcs(static_cast<std::size_t>(n));
 
   std::size_t next_in = 0, next_reduce = 0, next_out = 0;
+  std::uint64_t next_across = 0;  // pieces whose trip across the nodes is over
   ShmBackoff backoff(node, ctx);
   std::optional<Interrupted> failure;
   while (next_out < chunks) {
@@ -117,7 +125,7 @@ void pipelined(ShmNode& node, Channel* inter, const Hierarchy& h, const Allreduc
         node.control(me).out_ready.publish(g + 1);
         ++next_reduce;
         moved = true;
-      } else if (node.all_at_least(&ShmRankControl::in_ready, g + 1)) {
+      } else if ((!across || !across->full()) && node.all_at_least(&ShmRankControl::in_ready, g + 1)) {
         ctx.on_phase(Phase::ReduceScatter, static_cast<int>(next_reduce));
         const Range s = slice_of(next_reduce, me);
         const std::size_t off = s.offset * esize;
@@ -131,15 +139,21 @@ void pipelined(ShmNode& node, Channel* inter, const Hierarchy& h, const Allreduc
           // Into my output, then (still in cache) into my buffer for the peers.
           reduce_many(out + at, srcs.data(), srcs.size(), s.count, a.type, a.op);
           std::memcpy(node.chunk(me, g) + off, out + at, s.count * esize);
-        } else if (s.count > 0) {
-          reduce_many(stage.data(), srcs.data(), srcs.size(), s.count, a.type, a.op);
-          AllreduceArgs across{stage.data(), node.chunk(me, g) + off, s.count, a.type, a.op, a.seq};
-          ring_allreduce(*inter, h.rail_ring, across, ctx, t.ring_chunk_bytes);
+        } else {
+          // Reduce the node's part, then send it around the rail; the slice
+          // is ready for the node once the stream has finished it.
+          std::byte* staged = stage.data() + (next_reduce % depth) * stage_bytes;
+          reduce_many(staged, srcs.data(), srcs.size(), s.count, a.type, a.op);
+          across->start(staged, node.chunk(me, g) + off, s.count);
         }
-        node.control(me).out_ready.publish(g + 1);
+        if (!across) node.control(me).out_ready.publish(g + 1);
         ++next_reduce;
         moved = true;
       }
+    }
+    if (across) {
+      moved |= across->advance();
+      while (next_across < across->finished()) node.control(me).out_ready.publish(g0 + ++next_across);
     }
     // Copy the next input chunk in once every rank is done with the chunk
     // that last used this buffer.
@@ -192,6 +206,7 @@ void pipelined(ShmNode& node, Channel* inter, const Hierarchy& h, const Allreduc
       }
     }
   }
+  if (across) across->finish(ctx);
   node.chunks_used = g0 + chunks;
 }
 
@@ -210,7 +225,7 @@ void hierarchical_allreduce(ShmNode& node, Channel* inter, const Hierarchy& h, c
     if (path == kOneShot)
       one_shot(node, inter, h, a, call, ctx);
     else
-      pipelined(node, inter, h, a, ctx, t);
+      pipelined(node, inter, h, a, ctx);
     node.control(node.local()).done.publish(call);
     ctx.on_phase(Phase::End, 0);
   } catch (...) {

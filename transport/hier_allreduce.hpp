@@ -49,8 +49,7 @@ struct Hierarchy {
 };
 
 struct HierTuning {
-  std::size_t small_bytes = 0;       // one-shot path up to this size (capped by the slot size)
-  std::size_t ring_chunk_bytes = 0;  // pipeline chunk of the inter-node ring
+  std::size_t small_bytes = 0;  // one-shot path up to this size (capped by the slot size)
 };
 
 // `inter` carries the inter-node traffic; it may be null on one node.

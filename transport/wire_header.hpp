@@ -32,6 +32,8 @@ static_assert(sizeof(WireHeader) == 32);
 // wrong size and reports the mismatch instead of waiting.
 inline constexpr std::uint32_t kTagHeader = 1;
 inline constexpr std::uint32_t kTagData = 2;
+// RingStream: one tag per piece in flight, from here up.
+inline constexpr std::uint32_t kTagStream = 0x100;
 
 // Empty when `theirs` matches `mine`; otherwise what differs, for the error.
 std::string describe_mismatch(const WireHeader& mine, const WireHeader& theirs, int peer);

@@ -112,7 +112,7 @@ int allreduce_and_check(ShmNode& node, int ranks, std::size_t count, DataType ty
     for (std::size_t i = 0; i < count; ++i) in[i] = input_value<T>(node.local() + call, i);
     TestWait wait;
     AllreduceArgs a{in.data(), out.data(), count, type, ReduceOp::Sum, static_cast<std::uint64_t>(call)};
-    hierarchical_allreduce(node, nullptr, h, a, wait, {1024, 64 * 1024});
+    hierarchical_allreduce(node, nullptr, h, a, wait, {1024});
     for (std::size_t i = 0; i < count; ++i) {
       T want = 0;
       for (int r = 0; r < ranks; ++r) want = static_cast<T>(want + input_value<T>(r + call, i));
@@ -148,8 +148,7 @@ TEST(ShmAllreduceErrors, DifferentCountsAreAMismatchOnEveryRank) {
     std::vector<float> in(count, 1.0f), out(count);
     TestWait wait;
     hierarchical_allreduce(node, nullptr, h,
-                           {in.data(), out.data(), count, DataType::Float32, ReduceOp::Sum, 1}, wait,
-                           {1024, 64 * 1024});
+                           {in.data(), out.data(), count, DataType::Float32, ReduceOp::Sum, 1}, wait, {1024});
     return kOk;
   });
   for (int c : codes) EXPECT_EQ(c, kMismatch);
@@ -165,8 +164,7 @@ TEST(ShmAllreduceFailures, AKilledRankIsNoticedByItsPeers) {
       if (r == 2 && p == Phase::ReduceScatter && step == 5) ::raise(SIGKILL);
     });
     hierarchical_allreduce(node, nullptr, h,
-                           {in.data(), out.data(), count, DataType::Float32, ReduceOp::Sum, 1}, wait,
-                           {1024, 64 * 1024});
+                           {in.data(), out.data(), count, DataType::Float32, ReduceOp::Sum, 1}, wait, {1024});
     return kOk;
   });
   EXPECT_EQ(codes[0], kInterrupted);
