@@ -33,8 +33,8 @@ bool has_rdma_devices() {
   return !ec && it != std::filesystem::directory_iterator();
 }
 
-// Defaults for UCX over TCP, each applied only when the user has not set
-// the variable. Measured with bench/ringmend_p2p_bw on TCP: UCX 1.13's
+// Defaults for UCX, each applied only when the user has not set the
+// variable. Measured with bench/ringmend_p2p_bw on TCP: UCX 1.13's
 // rendezvous protocol over TCP and its 8 KiB send segments reach 0.25-0.5
 // GB/s where eager messages in 64 KiB segments reach 2-4 GB/s. The
 // collectives pre-post their receives a window ahead, so eager messages
@@ -44,7 +44,13 @@ bool has_rdma_devices() {
 // The TCP keys belong to UCX's transport layer, which reads them from the
 // environment when it opens an interface (ucp_config_modify does not reach
 // it in UCX 1.13): they are set there, without overwriting the user's.
-void apply_tcp_defaults(ucp_config_t* config) {
+//
+// UCX's shared-memory transports have no peer-failure handling, so they are
+// never used on ringmend's endpoints (PEER error mode); left in, they still
+// cost ~25 ms of interface set-up in every worker, that is in every rebuild
+// after a failure. Inside a node ringmend has its own shared memory.
+void apply_defaults(ucp_config_t* config) {
+  if (std::getenv("UCX_TLS") == nullptr) ucp_config_modify(config, "TLS", "^sm");
   ::setenv("UCX_TCP_TX_SEG_SIZE", "64k", 0);
   ::setenv("UCX_TCP_RX_SEG_SIZE", "64k", 0);
   if (!has_rdma_devices() && std::getenv("UCX_RNDV_THRESH") == nullptr)
@@ -56,7 +62,7 @@ void apply_tcp_defaults(ucp_config_t* config) {
 UcxContext::UcxContext(const std::string& net_device) {
   ucp_config_t* config = nullptr;
   check(ucp_config_read(nullptr, nullptr, &config), "reading configuration");
-  apply_tcp_defaults(config);
+  apply_defaults(config);
   if (!net_device.empty() && std::getenv("UCX_NET_DEVICES") == nullptr)
     ucp_config_modify(config, "NET_DEVICES", net_device.c_str());
   ucp_params_t params{};
