@@ -48,15 +48,26 @@ struct Options {
 };
 
 const char* program(P2PMode m) {
-  return m == P2PMode::Bandwidth ? "ringmend_p2p_bw" : "ringmend_p2p_latency";
+  switch (m) {
+    case P2PMode::Bandwidth:
+      return "ringmend_p2p_bw";
+    case P2PMode::BiBandwidth:
+      return "ringmend_p2p_bibw";
+    case P2PMode::Latency:
+      break;
+  }
+  return "ringmend_p2p_latency";
 }
+
+// The streaming modes (a window of messages in flight, MB/s).
+bool windowed(P2PMode m) { return m != P2PMode::Latency; }
 
 [[noreturn]] void usage(P2PMode mode, const std::string& why) {
   std::fprintf(stderr,
                "%s: %s\n"
                "usage: %s [-m [MIN:]MAX] [-i ITERS] [-x WARMUP]%s [--impl ringmend|mpi|both]\n"
                "       %*s [--transport ucx|shm] [--timeout SECONDS] [--json FILE]\n",
-               program(mode), why.c_str(), program(mode), mode == P2PMode::Bandwidth ? " [-W WINDOW]" : "",
+               program(mode), why.c_str(), program(mode), windowed(mode) ? " [-W WINDOW]" : "",
                static_cast<int>(std::strlen(program(mode))), "");
   std::exit(2);
 }
@@ -69,7 +80,7 @@ int parse_int(P2PMode mode, const std::string& opt, const std::string& v, long l
 Options parse(int argc, char** argv, P2PMode mode) {
   Options o;
   o.mode = mode;
-  o.min_bytes = mode == P2PMode::Bandwidth ? 1 : 0;
+  o.min_bytes = windowed(mode) ? 1 : 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -83,7 +94,7 @@ Options parse(int argc, char** argv, P2PMode mode) {
       o.iters = parse_int(mode, a, next(), 1);
     } else if (a == "-x") {
       o.warmup = parse_int(mode, a, next(), 0);
-    } else if (a == "-W" && mode == P2PMode::Bandwidth) {
+    } else if (a == "-W" && windowed(mode)) {
       o.window = parse_int(mode, a, next(), 1);
     } else if (a == "--impl") {
       o.impl = next();
@@ -113,14 +124,14 @@ Options parse(int argc, char** argv, P2PMode mode) {
 int iterations(const Options& o, std::size_t bytes) {
   if (o.iters) return *o.iters;
   const bool large = bytes > kLargeMessage;
-  if (o.mode == P2PMode::Bandwidth) return large ? 20 : 100;
+  if (windowed(o.mode)) return large ? 20 : 100;
   return large ? 1000 : 10000;
 }
 
 int warmups(const Options& o, std::size_t bytes) {
   if (o.warmup) return *o.warmup;
   const bool large = bytes > kLargeMessage;
-  if (o.mode == P2PMode::Bandwidth) return large ? 2 : 10;
+  if (windowed(o.mode)) return large ? 2 : 10;
   return large ? 10 : 100;
 }
 
@@ -338,6 +349,21 @@ double measure_bw(Endpoint& ep, int rank, std::size_t bytes, int iters, int warm
   return t > 0 ? static_cast<double>(bytes) / 1e6 * iters * window / t : 0;
 }
 
+// osu_bibw: both ranks post a window of receives and a window of sends at
+// once. Returns the MB/s of both directions together, as osu_bibw does.
+double measure_bibw(Endpoint& ep, std::size_t bytes, int iters, int warmup, int window, std::byte* s,
+                    std::byte* r) {
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < iters + warmup; ++i) {
+    if (i == warmup) t0 = MPI_Wtime();
+    for (int w = 0; w < window; ++w) ep.recv(r, bytes, kDataTag);
+    for (int w = 0; w < window; ++w) ep.send(s, bytes, kDataTag);
+    ep.wait_all();
+  }
+  const double t = MPI_Wtime() - t0;
+  return t > 0 ? 2.0 * static_cast<double>(bytes) / 1e6 * iters * window / t : 0;
+}
+
 // osu_latency: ping-pong with blocking send and receive; returns half the
 // round trip in microseconds.
 double measure_latency(Endpoint& ep, int rank, std::size_t bytes, int iters, int warmup, std::byte* s,
@@ -418,9 +444,12 @@ int run(int argc, char** argv, P2PMode mode) {
     const std::vector<std::size_t> sizes = size_sweep(o.min_bytes, o.max_bytes);
     const std::size_t largest = std::max<std::size_t>(sizes.empty() ? 0 : sizes.back(), kAckBytes);
     if (rank == 0) {
-      const bool bw = mode == P2PMode::Bandwidth;
+      const bool bw = windowed(mode);
       std::printf("# ringmend P2P %s Test (ringmend %s, impl %s%s%s, ranks 0 and 1 on %s)\n",
-                  bw ? "Bandwidth" : "Latency", built_version(), o.impl.c_str(),
+                  mode == P2PMode::Bandwidth     ? "Bandwidth"
+                  : mode == P2PMode::BiBandwidth ? "Bi-Directional Bandwidth"
+                                                 : "Latency",
+                  built_version(), o.impl.c_str(),
                   run_r ? (std::string(", transport ") + transport).c_str() : "",
                   bw ? (", window " + std::to_string(o.window)).c_str() : "",
                   same_node ? "the same node" : "different nodes");
@@ -437,9 +466,15 @@ int run(int argc, char** argv, P2PMode mode) {
         auto measure = [&](Endpoint& ep) {
           MPI_Barrier(pair);
           wait.arm();
-          return mode == P2PMode::Bandwidth
-                     ? measure_bw(ep, rank, bytes, iters, warm, o.window, sbuf.data, rbuf.data)
-                     : measure_latency(ep, rank, bytes, iters, warm, sbuf.data, rbuf.data);
+          switch (mode) {
+            case P2PMode::Bandwidth:
+              return measure_bw(ep, rank, bytes, iters, warm, o.window, sbuf.data, rbuf.data);
+            case P2PMode::BiBandwidth:
+              return measure_bibw(ep, bytes, iters, warm, o.window, sbuf.data, rbuf.data);
+            case P2PMode::Latency:
+              break;
+          }
+          return measure_latency(ep, rank, bytes, iters, warm, sbuf.data, rbuf.data);
         };
         if (ours) vr = measure(*ours);
         if (mpi) vm = measure(*mpi);
@@ -447,7 +482,7 @@ int run(int argc, char** argv, P2PMode mode) {
         std::printf("%-10zu%18.2f", bytes, run_r ? vr : vm);
         if (run_r && run_m) {
           // ratio > 1: ringmend's transport is faster.
-          const double ratio = mode == P2PMode::Bandwidth ? (vm > 0 ? vr / vm : 0) : (vr > 0 ? vm / vr : 0);
+          const double ratio = windowed(mode) ? (vm > 0 ? vr / vm : 0) : (vr > 0 ? vm / vr : 0);
           std::printf("%22.2f%10.2f", vm, ratio);
         }
         std::printf("\n");
@@ -468,7 +503,9 @@ int run(int argc, char** argv, P2PMode mode) {
   if (json_file.file) {
     JsonWriter json;
     json.begin_object();
-    json.field("benchmark", mode == P2PMode::Bandwidth ? "p2p_bw" : "p2p_latency");
+    json.field("benchmark", mode == P2PMode::Bandwidth     ? "p2p_bw"
+                            : mode == P2PMode::BiBandwidth ? "p2p_bibw"
+                                                           : "p2p_latency");
     json.key("run").begin_object();
     write_run_info(json, info);
     json.end_object();
@@ -480,7 +517,7 @@ int run(int argc, char** argv, P2PMode mode) {
       json.field("transport", transport);
     else
       json.key("transport").null();
-    if (mode == P2PMode::Bandwidth) json.field("window", o.window);
+    if (windowed(mode)) json.field("window", o.window);
     json.key("measured_ranks").begin_array().value(0).value(1).end_array();
     json.field("same_node", same_node);
     json.end_object();
@@ -490,13 +527,13 @@ int run(int argc, char** argv, P2PMode mode) {
       json.field("size", r.bytes);
       json.field("impl", r.impl);
       json.field("transport", r.transport);
-      if (mode == P2PMode::Bandwidth)
+      if (windowed(mode))
         json.field("bandwidth_MBps", r.value);
       else
         json.field("latency_us", r.value);
       json.field("iterations", r.iters);
       json.field("warmup", r.warmup);
-      if (mode == P2PMode::Bandwidth) json.field("window", o.window);
+      if (windowed(mode)) json.field("window", o.window);
       json.end_object();
     }
     json.end_array();
