@@ -175,9 +175,20 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
     retained_seq_[call_seq % 2] = 0;
     return;
   }
+  // The result is retained (for a survivor that misses the end of this
+  // call). Out of place, the algorithms write the caller's buffer and copy
+  // each final part into the retained buffer while it is in cache; in
+  // place, the input must stay intact until the end, so they write the
+  // retained buffer, copied out at the end.
   auto& out = scratch_for(call_seq, bytes);
+  bool copy_out = true;
   if (c.kind == transport::CollectiveKind::Allreduce) {
     transport::AllreduceArgs a{c.input, out.data(), c.count, c.type, c.op, call_seq};
+    if (c.input != c.output) {
+      a.output = c.output;
+      a.retain = out.data();
+      copy_out = false;
+    }
     if (shm_node_)
       transport::hierarchical_allreduce(*shm_node_, channel_.get(), hierarchy_, a, *this,
                                         {config_.small_bytes});
@@ -192,7 +203,7 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
   }
   retained_seq_[call_seq % 2] = call_seq;
   retained_bytes_[call_seq % 2] = bytes;
-  std::memcpy(c.output, out.data(), bytes);
+  if (copy_out) std::memcpy(c.output, out.data(), bytes);
 }
 
 CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {

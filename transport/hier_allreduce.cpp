@@ -64,11 +64,15 @@ void one_shot(ShmNode& node, Channel* inter, const Hierarchy& h, const Allreduce
   for (int r = 0; r < n; ++r) srcs[r] = node.small_data(r, call);
   ctx.on_phase(Phase::ReduceScatter, 0);
   reduce_many(a.output, srcs, static_cast<std::size_t>(n), a.count, a.type, a.op);
-  if (!h.multi_node()) return;
+  if (!h.multi_node()) {
+    retain_part(a, 0, bytes);
+    return;
+  }
   ctx.on_phase(Phase::Allgather, 0);
   if (node.local() == 0) {
     AllreduceArgs across = a;
     across.input = a.output;
+    across.retain = nullptr;
     recursive_doubling_allreduce(*inter, h.leaders, across, ctx);
     std::memcpy(node.result_slot(0, call), a.output, bytes);
     node.control(0).result.publish(call);
@@ -76,6 +80,7 @@ void one_shot(ShmNode& node, Channel* inter, const Hierarchy& h, const Allreduce
     shm_wait(node, ctx, [&] { return node.control(0).result.load() >= call; });
     std::memcpy(a.output, node.result_slot(0, call), bytes);
   }
+  retain_part(a, 0, bytes);
 }
 
 void pipelined(ShmNode& node, Channel* inter, const Hierarchy& h, const AllreduceArgs& a, WaitContext& ctx) {
@@ -186,6 +191,7 @@ void pipelined(ShmNode& node, Channel* inter, const Hierarchy& h, const Allreduc
           std::memcpy(out + (c.offset + s.offset) * esize, node.chunk(r, g) + s.offset * esize,
                       s.count * esize);
         }
+        retain_part(a, c.offset * esize, c.count * esize);
         node.control(me).copied.publish(g + 1);
         ++next_out;
         moved = true;

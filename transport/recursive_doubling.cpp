@@ -85,7 +85,10 @@ void run(Channel& ch, const std::vector<int>& group, const AllreduceArgs& a, Wai
   const std::size_t bytes = a.count * size_of(a.type);
   auto* out = static_cast<std::byte*>(a.output);
   if (out != a.input) std::memcpy(out, a.input, bytes);
-  if (n == 1) return;
+  if (n == 1) {
+    retain_part(a, 0, bytes);
+    return;
+  }
   const std::size_t me =
       static_cast<std::size_t>(std::find(group.begin(), group.end(), ch.rank()) - group.begin());
   const Schedule sched(n, me);
@@ -107,6 +110,7 @@ void run(Channel& ch, const std::vector<int>& group, const AllreduceArgs& a, Wai
   if (sched.folded_away()) {
     x.send(group[me + 1], out);
     x.recv(group[me + 1], out);
+    retain_part(a, 0, bytes);
     return;
   }
   if (sched.folds_in()) {
@@ -120,6 +124,7 @@ void run(Channel& ch, const std::vector<int>& group, const AllreduceArgs& a, Wai
     combine(virt < partner);
   }
   if (sched.folds_in()) x.send(group[me - 1], out);
+  retain_part(a, 0, bytes);
 }
 
 }  // namespace

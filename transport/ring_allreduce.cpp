@@ -26,6 +26,7 @@ void ring_allreduce_impl(Channel& ch, const std::vector<int>& ring, const Allred
   ctx.on_phase(Phase::Start, 0);
   if (n == 1) {
     std::memcpy(a.output, a.input, a.count * esize);
+    retain_part(a, 0, a.count * esize);
     return;
   }
   const std::size_t p = position_of(ring, ch.rank());
@@ -114,6 +115,8 @@ void ring_allreduce_impl(Channel& ch, const std::vector<int>& ring, const Allred
     if (posted < blocks) post_recv();
     if (s < n - 1) reduce(out + r.offset * esize, in + r.offset * esize, r.count, a.type, a.op);
     if (s + 1 < steps) post_send(out, r);
+    // From the last reduce-scatter step on, what arrives is final.
+    if (s >= n - 2) retain_part(a, r.offset * esize, r.count * esize);
     reap_sends();
   }
   ctx.on_phase(Phase::End, 0);
