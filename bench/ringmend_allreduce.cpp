@@ -39,7 +39,7 @@ enum class Roofline { Auto, On, Off };
 
 struct Options {
   std::size_t min_bytes = 4, max_bytes = 1 << 22;
-  int iters = 100, warmup = 10;
+  std::optional<int> iters, warmup;  // unset: OSU's defaults, by size
   bool full = false, validate = false;
   ringmend::DataType type = ringmend::DataType::Float32;
   std::string impl = "both";
@@ -118,7 +118,8 @@ Options parse(int argc, char** argv) {
       usage("unknown option '" + a + "'");
     }
   }
-  if (o.iters <= 0 || o.min_bytes == 0 || o.min_bytes > o.max_bytes) usage("bad -i/-x/-m values");
+  if ((o.iters && *o.iters <= 0) || o.min_bytes == 0 || o.min_bytes > o.max_bytes)
+    usage("bad -i/-x/-m values");
   return o;
 }
 
@@ -138,9 +139,20 @@ MPI_Datatype mpi_type(ringmend::DataType t) {
 
 using rb::Stats;
 
+// osu_allreduce's defaults: 1000 timed calls after 200 warm-up ones up to
+// 8 KiB, 100 after 10 above (here 20: first touches of large buffers are
+// slow on virtual machines). -i / -x apply to every size.
+constexpr std::size_t kLargeMessage = 8192;
+int iterations(const Options& o, std::size_t bytes) {
+  return o.iters ? *o.iters : bytes <= kLargeMessage ? 1000 : 100;
+}
+int warmups(const Options& o, std::size_t bytes) {
+  return o.warmup ? *o.warmup : bytes <= kLargeMessage ? 200 : 20;
+}
+
 template <class F>
-Stats time_it(const Options& o, MPI_Comm comm, F&& call) {
-  return rb::time_calls(o.warmup, o.iters, comm, call);
+Stats time_it(const Options& o, std::size_t bytes, MPI_Comm comm, F&& call) {
+  return rb::time_calls(warmups(o, bytes), iterations(o, bytes), comm, call);
 }
 
 // One result line of one implementation (the JSON file has one per
@@ -217,7 +229,7 @@ long count_wrong(const std::vector<std::byte>& out, std::size_t count, ringmend:
   return wrong;
 }
 
-void json_row(rb::JsonWriter& json, const Row& r, const std::string& type, int iters) {
+void json_row(rb::JsonWriter& json, const Row& r, const std::string& type, int iters, int warmup) {
   json.begin_object();
   json.field("size", r.bytes);
   json.field("count", r.count);
@@ -235,6 +247,7 @@ void json_row(rb::JsonWriter& json, const Row& r, const std::string& type, int i
   json.field("roof_pct", r.roof_pct);
   json.field("wrong", r.wrong);
   json.field("iterations", iters);
+  json.field("warmup", warmup);
   json.end_object();
 }
 
@@ -317,10 +330,10 @@ int run(int argc, char** argv) {
         roofline ? std::optional<rb::MembwResult>(membw[k]) : std::nullopt;
     Stats r{}, m{};
     if (run_r)
-      r = time_it(o, MPI_COMM_WORLD,
+      r = time_it(o, bytes, MPI_COMM_WORLD,
                   [&] { comm.allreduce(in.data(), out.data(), count, o.type, ringmend::ReduceOp::Sum); });
     if (run_m)
-      m = time_it(o, MPI_COMM_WORLD, [&] {
+      m = time_it(o, bytes, MPI_COMM_WORLD, [&] {
         MPI_Allreduce(in.data(), out.data(), static_cast<int>(count), mpi_type(o.type), MPI_SUM,
                       MPI_COMM_WORLD);
       });
@@ -344,7 +357,7 @@ int run(int argc, char** argv) {
 
     const Row& p = rr ? *rr : *mr;  // the implementation in the main columns
     std::printf("%-12zu%16.2f", bytes, p.s.avg_us);
-    if (o.full) std::printf("%16.2f%16.2f%12d", p.s.min_us, p.s.max_us, o.iters);
+    if (o.full) std::printf("%16.2f%16.2f%12d", p.s.min_us, p.s.max_us, iterations(o, bytes));
     std::printf("%14.3f%14.3f", p.algbw, p.busbw);
     if (roofline) std::printf("%14.3f%10.1f", p.roof_busbw.value_or(0), p.roof_pct.value_or(0));
     if (rr && mr) std::printf("%18.2f%14.3f%12.2f", mr->s.avg_us, mr->busbw, *rr->ratio);
@@ -366,8 +379,15 @@ int run(int argc, char** argv) {
     json.key("parameters").begin_object();
     json.field("min_bytes", o.min_bytes);
     json.field("max_bytes", o.max_bytes);
-    json.field("iterations", o.iters);
-    json.field("warmup", o.warmup);
+    // null: OSU's defaults by size (each row gives its count)
+    if (o.iters)
+      json.field("iterations", *o.iters);
+    else
+      json.key("iterations").null();
+    if (o.warmup)
+      json.field("warmup", *o.warmup);
+    else
+      json.key("warmup").null();
     json.field("type", type_name);
     json.field("op", "sum");
     json.field("impl", o.impl);
@@ -385,7 +405,8 @@ int run(int argc, char** argv) {
     }
     json.end_object();
     json.key("rows").begin_array();
-    for (const Row& row : rows) json_row(json, row, type_name, o.iters);
+    for (const Row& row : rows)
+      json_row(json, row, type_name, iterations(o, row.bytes), warmups(o, row.bytes));
     json.end_array();
     json.end_object();
     if (!rb::finish_json_file(json_file, json, o.json, "ringmend_allreduce")) status = 1;
