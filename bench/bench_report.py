@@ -176,9 +176,24 @@ def load_runs(d):
     return runs
 
 
+# The point-to-point programs: JSON "benchmark" -> the value of a row.
+P2P_VALUES = {"p2p_bw": "bandwidth_MBps", "p2p_bibw": "bandwidth_MBps", "p2p_latency": "latency_us"}
+
+
+def p2p_key(row, params):
+    """The summary's key and the transport of a point-to-point row: "mpi", "ringmend"
+    (over UCX, also in files older than --transport) or "ringmend_<transport>"."""
+    if row.get("impl") == "mpi":
+        return "mpi", "mpi"
+    impl = row.get("impl") or "ringmend"
+    transport = row.get("transport") or params.get("transport") or "ucx"
+    return (impl if transport == "ucx" else f"{impl}_{transport}"), transport
+
+
 def throughput(runs):
-    """config -> impl -> size -> lists; plus the roofline and p2p."""
-    acc, roof, p2p, wrong, factors, gloo_version = {}, {}, {}, {}, {}, ""
+    """config -> impl -> size -> lists; plus the roofline and p2p (benchmark -> config -> key -> rows)."""
+    acc, roof, wrong, factors, gloo_version = {}, {}, {}, {}, ""
+    p2p, p2p_transport = {b: {} for b in P2P_VALUES}, {}
     for r in runs:
         if r["part"] != "throughput" or not r["data"]:
             continue
@@ -196,10 +211,16 @@ def throughput(runs):
                     w = wrong.setdefault(cfg, {}).setdefault(row["impl"], [0, 0])
                     w[0] += row["wrong"]
                     w[1] += 1
-        elif data.get("benchmark") == "p2p_bw":
+        elif data.get("benchmark") in P2P_VALUES:
+            field = P2P_VALUES[data["benchmark"]]
+            params = data.get("parameters") or {}
             for row in data["rows"]:
-                p2p.setdefault(cfg, {}).setdefault(row["impl"], {}).setdefault(row["size"], []).append(
-                    row["bandwidth_MBps"]
+                if row.get(field) is None:
+                    continue
+                key, transport = p2p_key(row, params)
+                p2p_transport[key] = transport
+                p2p[data["benchmark"]].setdefault(cfg, {}).setdefault(key, {}).setdefault(row["size"], []).append(
+                    row[field]
                 )
     out = {}
     for cfg, impls in acc.items():
@@ -226,13 +247,17 @@ def throughput(runs):
         for cfg, sizes in roof.items()
     }
     p2p_out = {
-        cfg: {
-            impl: [
-                {"size": s, "bandwidth_MBps": statistics.median(v), "runs": len(v)} for s, v in sorted(sizes.items())
-            ]
-            for impl, sizes in impls.items()
+        bench: {
+            cfg: {
+                key: [
+                    {"size": s, field: statistics.median(v), "runs": len(v), "transport": p2p_transport[key]}
+                    for s, v in sorted(sizes.items())
+                ]
+                for key, sizes in keys.items()
+            }
+            for cfg, keys in p2p[bench].items()
         }
-        for cfg, impls in p2p.items()
+        for bench, field in P2P_VALUES.items()
     }
     wrong_out = {cfg: {impl: {"wrong": w[0], "rows_checked": w[1]} for impl, w in v.items()} for cfg, v in wrong.items()}
     return out, roof_out, p2p_out, wrong_out, gloo_version
@@ -285,10 +310,131 @@ def table_sizes(sizes):
     return small, large
 
 
+def network_p2p(summary, bench, cfg):
+    """{key: {size: row}} of a point-to-point program in a configuration, for
+    the allreduce table and plot: only where ringmend's side ran over UCX (the
+    one-node shared-memory runs have a section of their own)."""
+    keys = (summary.get(bench) or {}).get(cfg, {})
+    if "ringmend" not in keys:
+        return {}
+    return {k: {row["size"]: row for row in rows} for k, rows in keys.items() if k in ("ringmend", "mpi")}
+
+
+def ratio(a, b):
+    return a / b if a is not None and b not in (None, 0) else None
+
+
+P2P_SHM_SIZES = (8, 1 << 10, 64 << 10, 1 << 20, 4 << 20)
+
+
+def shm_p2p_section(L, summary):
+    """One node, point to point: ringmend's shared-memory channel against MPI."""
+    bw = {k: {r["size"]: r["bandwidth_MBps"] for r in rows}
+          for k, rows in (summary.get("p2p_bw") or {}).get("one_node", {}).items()}
+    lat = {k: {r["size"]: r["latency_us"] for r in rows}
+           for k, rows in (summary.get("p2p_latency") or {}).get("one_node", {}).items()}
+    shm_bw, mpi_bw = bw.get("ringmend_shm", {}), bw.get("mpi", {})
+    shm_lat, mpi_lat = lat.get("ringmend_shm", {}), lat.get("mpi", {})
+    sizes = [b for b in P2P_SHM_SIZES if any(b in m for m in (shm_bw, mpi_bw, shm_lat, mpi_lat))]
+    if not sizes:
+        return
+    runs = max((r["runs"] for k in ("p2p_bw", "p2p_latency")
+                for rows in (summary.get(k) or {}).get("one_node", {}).values() for r in rows), default=0)
+    L.append("### One node, point to point (shared memory)")
+    L.append("")
+    head = ["size", "ringmend shm bw (MB/s)", "MPI bw (MB/s)", "ratio",
+            "ringmend shm latency (µs)", "MPI latency (µs)", "ratio"]
+    L.append("| " + " | ".join(head) + " |")
+    L.append("|" + "---|" * len(head))
+    for b in sizes:
+        sb, mb, sl, ml = shm_bw.get(b), mpi_bw.get(b), shm_lat.get(b), mpi_lat.get(b)
+        row = [human_size(b), sig(sb), sig(mb), sig(ratio(sb, mb)), sig(sl), sig(ml), sig(ratio(ml, sl))]
+        L.append("| " + " | ".join(row) + " |")
+    L.append("")
+    L.append(
+        "ringmend_p2p_bw and ringmend_p2p_latency with `--transport shm --impl both`, 2 ranks on one node "
+        f"(median of {runs} run(s)): ringmend's shared-memory channel (ShmChannel) against "
+        "MPI_Isend/MPI_Irecv of the same MPI (Open MPI ob1 with its sm BTL); osu_bw and osu_latency methods, "
+        "MB = 10⁶ bytes. Bandwidth ratio: ringmend / MPI; latency ratio: MPI / ringmend; above 1 means "
+        "ringmend's channel is faster."
+    )
+    L.append("")
+
+
 def cell_ms(s):
     if not s:
         return "–"
     return f"{sig(s['median'])} [{sig(s['min'])}–{sig(s['max'])}]"
+
+
+def allreduce_section(L, summary, cfg, title):
+    thr, roof = summary["allreduce"], summary["roofline"]
+    impls = [(k, name) for k, name in IMPLS if k in thr[cfg]]
+    by = {k: {row["size"]: row for row in thr[cfg][k]} for k, _ in impls}
+    sizes = sorted(set().union(*[set(v) for v in by.values()]))
+    rf = {row["size"]: row for row in roof.get(cfg, [])}
+    pp = network_p2p(summary, "p2p_bw", cfg)
+    bb = network_p2p(summary, "p2p_bibw", cfg).get("ringmend", {})
+    small, large = table_sizes(sizes)
+    L.append(f"### {title}: allreduce, float sum")
+    L.append("")
+    if small:
+        head = ["avg latency (µs)"] + [name for _, name in impls]
+        L.append("| " + " | ".join(head) + " |")
+        L.append("|" + "---|" * len(head))
+        for b in small:
+            row = [human_size(b)] + [sig(by[k][b]["avg_latency_us"]) if b in by[k] else "–" for k, _ in impls]
+            L.append("| " + " | ".join(row) + " |")
+        L.append("")
+    if large:
+        head = ["busbw (GB/s)"] + [name for _, name in impls]
+        if rf:
+            head.append("memory roofline")
+        for impl in ("ringmend", "mpi"):
+            if impl in pp:
+                head.append(("p2p ringmend UCX" if impl == "ringmend" else "p2p MPI"))
+        if bb:
+            head += ["bibw/dir ringmend UCX", "ringmend % of bibw/dir"]
+        L.append("| " + " | ".join(head) + " |")
+        L.append("|" + "---|" * len(head))
+        for b in large:
+            row = [human_size(b)] + [sig(by[k][b]["busbw_GBps"]) if b in by[k] else "–" for k, _ in impls]
+            if rf:
+                row.append(sig(rf[b]["busbw_GBps"]) if b in rf else "–")
+            for impl in ("ringmend", "mpi"):
+                if impl in pp:
+                    row.append(sig(pp[impl][b]["bandwidth_MBps"] / 1e3) if b in pp[impl] else "–")
+            if bb:
+                per_dir = bb[b]["bandwidth_MBps"] / 2 / 1e3 if b in bb else None
+                bus = by["ringmend"][b]["busbw_GBps"] if b in by.get("ringmend", {}) else None
+                pct = ratio(bus, per_dir)
+                row += [sig(per_dir), sig(pct * 100) if pct is not None else "–"]
+            L.append("| " + " | ".join(row) + " |")
+        L.append("")
+        legend = []
+        if pp:
+            legend.append(
+                "p2p: streaming bandwidth between the two nodes (ringmend_p2p_bw, 1 rank per node, "
+                "osu_bw method) in GB/s, for reference."
+            )
+        if bb:
+            legend.append(
+                "bibw/dir ringmend UCX: ringmend_p2p_bibw over ringmend's UCX transport (osu_bibw method: "
+                "both ranks post a window of receives and a window of sends at once) — the bandwidth of both "
+                "directions together, halved, in GB/s at the same size. Every rank of a ring allreduce sends "
+                "to one neighbour while it receives from the other, and its busbw is the rate of one of those "
+                "directions, so this, not the one-way p2p figure, bounds ringmend's busbw where both "
+                "directions share the CPUs that move the bytes (TCP over loopback). ringmend % of bibw/dir: "
+                "ringmend's busbw / bibw/dir × 100."
+            )
+        if legend:
+            L.append(" ".join(legend))
+            L.append("")
+    w = summary["validation"].get(cfg, {})
+    if w:
+        parts = [f"{name}: {w[k]['wrong']} wrong elements" for k, name in IMPLS if k in w]
+        L.append("Validation (`-c`, first run): " + "; ".join(parts) + " (MPI_Allreduce's results are not checked).")
+        L.append("")
 
 
 def write_table(d, mach, summary):
@@ -315,7 +461,7 @@ def write_table(d, mach, summary):
     L.append("")
     L.append(f"Command: `{mach.get('command', '?')}`." + (" " + summary["method"] if summary["allreduce"] else ""))
     L.append("")
-    thr, roof, p2p = summary["allreduce"], summary["roofline"], summary["p2p_bw"]
+    thr = summary["allreduce"]
     for cfg, title in CONFIGS.items():
         if cfg not in thr:
             skipped = summary["skipped"].get(cfg)
@@ -324,52 +470,10 @@ def write_table(d, mach, summary):
                 L.append("")
                 L.append(f"Not measured: {skipped}")
                 L.append("")
-            continue
-        impls = [(k, name) for k, name in IMPLS if k in thr[cfg]]
-        by = {k: {row["size"]: row for row in thr[cfg][k]} for k, _ in impls}
-        sizes = sorted(set().union(*[set(v) for v in by.values()]))
-        rf = {row["size"]: row for row in roof.get(cfg, [])}
-        pp = {impl: {row["size"]: row for row in rows} for impl, rows in p2p.get(cfg, {}).items()}
-        small, large = table_sizes(sizes)
-        L.append(f"### {title}: allreduce, float sum")
-        L.append("")
-        if small:
-            head = ["avg latency (µs)"] + [name for _, name in impls]
-            L.append("| " + " | ".join(head) + " |")
-            L.append("|" + "---|" * len(head))
-            for b in small:
-                row = [human_size(b)] + [sig(by[k][b]["avg_latency_us"]) if b in by[k] else "–" for k, _ in impls]
-                L.append("| " + " | ".join(row) + " |")
-            L.append("")
-        if large:
-            head = ["busbw (GB/s)"] + [name for _, name in impls]
-            if rf:
-                head.append("memory roofline")
-            for impl in ("ringmend", "mpi"):
-                if impl in pp:
-                    head.append(("p2p ringmend UCX" if impl == "ringmend" else "p2p MPI"))
-            L.append("| " + " | ".join(head) + " |")
-            L.append("|" + "---|" * len(head))
-            for b in large:
-                row = [human_size(b)] + [sig(by[k][b]["busbw_GBps"]) if b in by[k] else "–" for k, _ in impls]
-                if rf:
-                    row.append(sig(rf[b]["busbw_GBps"]) if b in rf else "–")
-                for impl in ("ringmend", "mpi"):
-                    if impl in pp:
-                        row.append(sig(pp[impl][b]["bandwidth_MBps"] / 1e3) if b in pp[impl] else "–")
-                L.append("| " + " | ".join(row) + " |")
-            L.append("")
-            if pp:
-                L.append(
-                    "p2p: streaming bandwidth between the two nodes (ringmend_p2p_bw, 1 rank per node, "
-                    "osu_bw method) in GB/s, for reference."
-                )
-                L.append("")
-        w = summary["validation"].get(cfg, {})
-        if w:
-            parts = [f"{name}: {w[k]['wrong']} wrong elements" for k, name in IMPLS if k in w]
-            L.append("Validation (`-c`, first run): " + "; ".join(parts) + " (MPI_Allreduce's results are not checked).")
-            L.append("")
+        else:
+            allreduce_section(L, summary, cfg, title)
+        if cfg == "one_node":
+            shm_p2p_section(L, summary)
     rec = summary["recovery"]
     if rec:
         p = summary["recovery_parameters"]
@@ -445,7 +549,7 @@ def write_plots(d, summary):
     gp.append("set logscale x 2")
     gp.append("set logscale y 10")
     gp.append("set format y '%g'")
-    thr, roof, p2p = summary["allreduce"], summary["roofline"], summary["p2p_bw"]
+    thr, roof = summary["allreduce"], summary["roofline"]
     styles = {"ringmend": "lc rgb '#1f77b4'", "mpi": "lc rgb '#d62728'", "gloo": "lc rgb '#2ca02c'"}
     for cfg, title in CONFIGS.items():
         if cfg not in thr:
@@ -470,20 +574,30 @@ def write_plots(d, summary):
                 for r in roof[cfg]:
                     o.write(f"{r['size']} {r['busbw_GBps']:.6g}\n")
             plots.append(f"'{f}' using 1:2 with lines dt 2 lw 2 lc rgb 'black' title 'memory roofline'")
-        for impl, name in (("ringmend", "p2p bw, ringmend UCX"), ("mpi", "p2p bw, MPI")):
-            rows = p2p.get(cfg, {}).get(impl)
+        # Point to point over the network (UCX) only: the one-node runs are over shared memory.
+        p2p_sizes = []
+        # The bibw line has a colour and points of its own: gnuplot's plain png
+        # terminal (no pngcairo) draws every dash type solid.
+        for bench, impl, name, div, style in (
+            ("p2p_bw", "ringmend", "p2p bw, ringmend UCX", 1, f"lines dt 3 lw 2 {styles['ringmend']}"),
+            ("p2p_bw", "mpi", "p2p bw, MPI", 1, f"lines dt 3 lw 2 {styles['mpi']}"),
+            ("p2p_bibw", "ringmend", "p2p bibw / 2 (per direction), ringmend UCX", 2,
+             "linespoints dt 4 lw 2 lc rgb '#9467bd' pt 6 ps 0.8"),
+        ):
+            rows = network_p2p(summary, bench, cfg).get(impl)
             if not rows:
                 continue
-            f = f"{cfg}_p2p_{impl}.dat"
+            f = f"{cfg}_p2p_{impl}.dat" if bench == "p2p_bw" else f"{cfg}_{bench}_{impl}.dat"
             with open(os.path.join(pdir, f), "w") as o:
-                o.write("# size bandwidth_GBps\n")
-                for r in rows:
-                    o.write(f"{r['size']} {r['bandwidth_MBps'] / 1e3:.6g}\n")
-            plots.append(f"'{f}' using 1:2 with lines dt 3 lw 2 {styles[impl]} title '{name}'")
+                o.write("# size bandwidth_GBps" + (" (both directions / 2)" if div == 2 else "") + "\n")
+                for size in sorted(rows):
+                    o.write(f"{size} {rows[size]['bandwidth_MBps'] / div / 1e3:.6g}\n")
+            p2p_sizes += list(rows)
+            plots.append(f"'{f}' using 1:2 with {style} title '{name}'")
         png = f"allreduce_{cfg}.png"
         pngs.append(png)
         sizes = [r["size"] for rows in thr[cfg].values() for r in rows]
-        sizes += [r["size"] for rows in p2p.get(cfg, {}).values() for r in rows]
+        sizes += p2p_sizes
         gp.append("set xtics (" + ", ".join(f"'{size_label(b)}' {b}" for b in x_tics(min(sizes), max(sizes))) + ")")
         gp.append(f"set output '../{png}'")
         gp.append(f"set title '{title}: allreduce busbw (median of runs, bars: min-max)'")
@@ -599,7 +713,9 @@ def report(d):
         ),
         "allreduce": thr,
         "roofline": roof,
-        "p2p_bw": p2p,
+        "p2p_bw": p2p["p2p_bw"],
+        "p2p_bibw": p2p["p2p_bibw"],
+        "p2p_latency": p2p["p2p_latency"],
         "validation": wrong,
         "gloo_version": gloo_version,
         "recovery_parameters": params,

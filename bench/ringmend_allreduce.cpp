@@ -139,16 +139,8 @@ MPI_Datatype mpi_type(ringmend::DataType t) {
 
 using rb::Stats;
 
-// osu_allreduce's defaults: 1000 timed calls after 200 warm-up ones up to
-// 8 KiB, 100 after 10 above (here 20: first touches of large buffers are
-// slow on virtual machines). -i / -x apply to every size.
-constexpr std::size_t kLargeMessage = 8192;
-int iterations(const Options& o, std::size_t bytes) {
-  return o.iters ? *o.iters : bytes <= kLargeMessage ? 1000 : 100;
-}
-int warmups(const Options& o, std::size_t bytes) {
-  return o.warmup ? *o.warmup : bytes <= kLargeMessage ? 200 : 20;
-}
+int iterations(const Options& o, std::size_t bytes) { return rb::collective_iterations(o.iters, bytes); }
+int warmups(const Options& o, std::size_t bytes) { return rb::collective_warmups(o.warmup, bytes); }
 
 template <class F>
 Stats time_it(const Options& o, std::size_t bytes, MPI_Comm comm, F&& call) {

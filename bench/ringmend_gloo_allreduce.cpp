@@ -40,7 +40,7 @@ enum class Type { Float, Double, Int, Long };
 
 struct Options {
   std::size_t min_bytes = 4, max_bytes = 1 << 22;
-  int iters = 100, warmup = 10;
+  std::optional<int> iters, warmup;  // unset: OSU's defaults, by size
   bool full = false, validate = false;
   Type type = Type::Float;
   std::string algo = "ring";
@@ -267,9 +267,12 @@ long count_wrong(const std::byte* p, std::size_t count, Type t, double expect) {
 
 using rb::Stats;
 
+int iterations(const Options& o, std::size_t bytes) { return rb::collective_iterations(o.iters, bytes); }
+int warmups(const Options& o, std::size_t bytes) { return rb::collective_warmups(o.warmup, bytes); }
+
 template <class F>
-Stats time_it(const Options& o, MPI_Comm comm, F&& call) {
-  return rb::time_calls(o.warmup, o.iters, comm, call);
+Stats time_it(const Options& o, std::size_t bytes, MPI_Comm comm, F&& call) {
+  return rb::time_calls(warmups(o, bytes), iterations(o, bytes), comm, call);
 }
 
 struct Row {
@@ -340,7 +343,7 @@ int main(int argc, char** argv) {
     for (std::size_t bytes : sizes) {
       const std::size_t count = bytes / esize;
       auto opts = make_options(ctx, o.type, in.data(), out.data(), count, o.algo);
-      const Stats s = time_it(o, MPI_COMM_WORLD, [&] { gloo::allreduce(*opts); });
+      const Stats s = time_it(o, bytes, MPI_COMM_WORLD, [&] { gloo::allreduce(*opts); });
       Row row;
       row.bytes = bytes;
       row.count = count;
@@ -357,7 +360,7 @@ int main(int argc, char** argv) {
       }
       if (rank != 0) continue;
       std::printf("%-12zu%16.2f", bytes, s.avg_us);
-      if (o.full) std::printf("%16.2f%16.2f%12d", s.min_us, s.max_us, o.iters);
+      if (o.full) std::printf("%16.2f%16.2f%12d", s.min_us, s.max_us, iterations(o, bytes));
       std::printf("%14.3f%14.3f", row.algbw, row.busbw);
       if (o.validate) std::printf("%10ld", row.wrong.value_or(0));
       std::printf("\n");
@@ -382,8 +385,15 @@ int main(int argc, char** argv) {
     json.key("parameters").begin_object();
     json.field("min_bytes", o.min_bytes);
     json.field("max_bytes", o.max_bytes);
-    json.field("iterations", o.iters);
-    json.field("warmup", o.warmup);
+    // null: OSU's defaults by size (each row gives its count)
+    if (o.iters)
+      json.field("iterations", *o.iters);
+    else
+      json.key("iterations").null();
+    if (o.warmup)
+      json.field("warmup", *o.warmup);
+    else
+      json.key("warmup").null();
     json.field("type", name_of(o.type));
     json.field("op", "sum");
     json.field("algorithm", o.algo);
@@ -405,7 +415,8 @@ int main(int argc, char** argv) {
       json.field("algbw_GBps", r.algbw);
       json.field("busbw_GBps", r.busbw);
       json.field("wrong", r.wrong);
-      json.field("iterations", o.iters);
+      json.field("iterations", iterations(o, r.bytes));
+      json.field("warmup", warmups(o, r.bytes));
       json.end_object();
     }
     json.end_array();

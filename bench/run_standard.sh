@@ -9,10 +9,13 @@
 #
 # The set (bench/README.md describes every program and column):
 #   one node, 2 ranks      ringmend_allreduce (ringmend and MPI_Allreduce, with the
-#                          memory roofline), ringmend_gloo_allreduce
-#   two nodes              the same on the local two-node Slurm cluster
-#                          (scripts/cluster.sh), 1 and 2 ranks per node, and
-#                          ringmend_p2p_bw with 1 rank per node
+#                          memory roofline), ringmend_gloo_allreduce, and
+#                          ringmend_p2p_bw and ringmend_p2p_latency over the
+#                          shared-memory channel (--transport shm) and MPI
+#   two nodes              the same allreduce programs on the local two-node
+#                          Slurm cluster (scripts/cluster.sh), 1 and 2 ranks per
+#                          node, and ringmend_p2p_bw and ringmend_p2p_bibw (UCX
+#                          and MPI) with 1 rank per node
 #   recovery, one node     for N = 4..8 ranks, ROUNDS jobs each of
 #                          ringmend_recovery --mode ringmend, --mode ulfm, and a
 #                          restart (mpirun -np N-1 ringmend_recovery --init-only, wall time)
@@ -99,11 +102,16 @@ if [ "$quick" = 1 ]; then
   : "${repeats:=1}" "${rounds:=2}" "${ranks:=4}"
   one_max=${max_size:-1M} cl_max=${max_size:-256K}
   one_iters=(-i 20 -x 5) cl_iters=(-i 10 -x 3) p2p_opts=(-m 1:256K -i 10 -x 2)
+  shm_bw_opts=(-m 1:1M -i 10 -x 2) shm_lat_opts=(-m 1:1M -i 100 -x 10)
 else
   : "${repeats:=3}" "${rounds:=5}" "${ranks:=4 5 6 7 8}"
   one_max=${max_size:-16M} cl_max=${max_size:-16M}
-  # Warm-up: first touches of large buffers are slow on VMs; 20+ calls.
-  one_iters=(-i 200 -x 30) cl_iters=(-i 40 -x 20) p2p_opts=(-m 1:1M)
+  # One node: OSU's iteration counts (ringmend_allreduce's defaults). Two nodes:
+  # fewer (MPI takes ms per call there); first touches of large buffers are
+  # slow on VMs, hence 20 warm-up calls.
+  one_iters=() cl_iters=(-i 40 -x 20) p2p_opts=(-m 1:16M)
+  # One-node point to point: OSU's iterations and window, up to 4 MiB.
+  shm_bw_opts=(-m 1:4M) shm_lat_opts=(-m 1:4M)
 fi
 if ! is_count "$repeats" || ! is_count "$rounds"; then
   echo "run_standard: bad --repeats/--rounds" >&2
@@ -148,7 +156,7 @@ build_programs() {
     "$top/scripts/build.sh" "$build"
     return
   fi
-  local targets=(ringmend_allreduce ringmend_p2p_bw ringmend_recovery)
+  local targets=(ringmend_allreduce ringmend_p2p_bw ringmend_p2p_bibw ringmend_p2p_latency ringmend_recovery)
   if cmake --build "$build" --target help 2>/dev/null | grep -q '^ringmend_gloo_allreduce:'; then
     targets+=(ringmend_gloo_allreduce)
   fi
@@ -163,7 +171,7 @@ if [ "$do_build" = 1 ]; then
   }
 fi
 BIN=$build/bench
-for p in ringmend_allreduce ringmend_p2p_bw ringmend_recovery; do
+for p in ringmend_allreduce ringmend_p2p_bw ringmend_p2p_bibw ringmend_p2p_latency ringmend_recovery; do
   [ -x "$BIN/$p" ] || { echo "run_standard: $BIN/$p is missing (build with scripts/build.sh $build)" >&2; exit 1; }
 done
 have_gloo=1
@@ -202,7 +210,7 @@ set_validation() { if [ "$1" -eq 1 ]; then vflag=(-c); else vflag=(); fi; }
 # ------------------------------------------------------------ one node
 
 one_node() {
-  say "one node, 2 ranks: allreduce up to $one_max, $repeats run(s)"
+  say "one node, 2 ranks: allreduce up to $one_max, point to point (shared memory), $repeats run(s)"
   local over=()
   [ "$CORES" -lt 2 ] && over=(--oversubscribe)
   local rep
@@ -216,6 +224,12 @@ one_node() {
         "$FT" "${over[@]}" -np 2 "$BIN/ringmend_gloo_allreduce" -m "4:$one_max" "${one_iters[@]}" -f "${vflag[@]}" \
         --json "$out/json/one_node.gloo.$rep.json"
     fi
+    run throughput one_node p2p_bw "$rep" 2 "json/one_node.p2p_bw.$rep.json" 600 \
+      "$FT" "${over[@]}" -np 2 "$BIN/ringmend_p2p_bw" --transport shm --impl both "${shm_bw_opts[@]}" \
+      --json "$out/json/one_node.p2p_bw.$rep.json"
+    run throughput one_node p2p_latency "$rep" 2 "json/one_node.p2p_latency.$rep.json" 600 \
+      "$FT" "${over[@]}" -np 2 "$BIN/ringmend_p2p_latency" --transport shm --impl both "${shm_lat_opts[@]}" \
+      --json "$out/json/one_node.p2p_latency.$rep.json"
   done
   [ "$have_gloo" = 1 ] || say "  Gloo: ringmend_gloo_allreduce not built (libgloo-dev missing), left out"
 }
@@ -276,6 +290,9 @@ two_nodes() {
         run throughput "$config" p2p_bw "$rep" "$np" "json/$config.p2p_bw.$rep.json" 900 \
           "$roc" -t 880 "$layout" "$BIN/ringmend_p2p_bw" "${p2p_opts[@]}" \
           --json "$out/json/$config.p2p_bw.$rep.json"
+        run throughput "$config" p2p_bibw "$rep" "$np" "json/$config.p2p_bibw.$rep.json" 900 \
+          "$roc" -t 880 "$layout" "$BIN/ringmend_p2p_bibw" --impl both "${p2p_opts[@]}" \
+          --json "$out/json/$config.p2p_bibw.$rep.json"
       fi
     done
   done
