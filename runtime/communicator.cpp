@@ -27,6 +27,11 @@ using Clock = std::chrono::steady_clock;
 // long a rank waits for its node leader to create the segment.
 constexpr std::size_t kShmDepth = 4;
 constexpr double kShmOpenTimeoutSeconds = 30;
+// The node's point-to-point rings (broadcast, catch-up between local ranks):
+// smaller than the benchmark's defaults, since a node of n ranks has
+// n(n-1) of them: 4 x 64 KiB, about 14 MiB of shared memory for 8 ranks.
+constexpr std::size_t kShmChannelSlotBytes = 64 * 1024;
+constexpr int kShmChannelSlots = 4;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -95,7 +100,7 @@ Communicator::Impl::Impl(const Config& config, bool fault_tolerant, transport::U
 
 Communicator::Impl::~Impl() {
   monitor_.reset();
-  shm_node_.reset();
+  drop_node_transports();
   channel_.reset();
   retired_channels_.clear();
 }
@@ -199,7 +204,7 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
   } else {
     if (rank == c.root) std::memcpy(out.data(), c.input, bytes);
     transport::BroadcastArgs a{out.data(), bytes, c.root, call_seq};
-    transport::chain_broadcast(*channel_, ring_, a, *this, config_.chunk_bytes);
+    transport::chain_broadcast(flat_channel(), ring_, a, *this, config_.chunk_bytes);
   }
   retained_seq_[call_seq % 2] = call_seq;
   retained_bytes_[call_seq % 2] = bytes;
@@ -329,7 +334,7 @@ void Communicator::Impl::catch_up(std::uint64_t behind_seq, const std::vector<Me
       std::to_string(root) + " to the survivors that missed it");
   auto& buf = scratch_for(behind_seq, bytes);
   transport::BroadcastArgs a{buf.data(), bytes, root, behind_seq};
-  transport::chain_broadcast(*channel_, ring_, a, *this, config_.chunk_bytes);
+  transport::chain_broadcast(flat_channel(), ring_, a, *this, config_.chunk_bytes);
 }
 
 bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* states) {
@@ -424,8 +429,9 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
   lap("agreement");
   // Every local rank has attached (or given up): the name can go.
   if (!shm_name_.empty()) transport::ShmSegment::unlink_name(shm_name_);
+  if (!shm_name_.empty()) transport::ShmSegment::unlink_name(shm_name_ + "-p2p");
   if (rc != MPI_SUCCESS || !(flag & 1)) {
-    shm_node_.reset();
+    drop_node_transports();
     return false;
   }
   retired_channels_.clear();  // every survivor has left the old epochs
@@ -433,7 +439,7 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
     if (!shm_error.empty() || rank == 0)
       std::fprintf(stderr, "ringmend: shared memory unavailable (%s); using UCX inside nodes too\n",
                    shm_error.empty() ? "on another node" : shm_error.c_str());
-    shm_node_.reset();
+    drop_node_transports();
   }
   adopt_plan(plan, *states);
 
@@ -463,6 +469,14 @@ bool Communicator::Impl::establish(MemberState mine, std::vector<MemberState>* s
   }
   std::sort(peers.begin(), peers.end());
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  if (shm_channel_) {
+    // Ranks of this node are reached through shared memory: no endpoints.
+    std::vector<int> local_index(static_cast<std::size_t>(size), -1);
+    for (std::size_t i = 0; i < hierarchy_.local_ranks.size(); ++i)
+      local_index[static_cast<std::size_t>(hierarchy_.local_ranks[i])] = static_cast<int>(i);
+    std::erase_if(peers, [&](int p) { return local_index[static_cast<std::size_t>(p)] >= 0; });
+    routed_ = std::make_unique<transport::RoutedChannel>(*shm_channel_, *channel_, std::move(local_index));
+  }
   channel_->connect(per_rank, peers);
   monitor_ = std::make_unique<ulfm::FailureMonitor>(comm);
   lap("endpoints");
@@ -488,20 +502,39 @@ std::string Communicator::Impl::open_node_segment(const topo::Plan& plan,
   for (int r : local) pids.push_back(states[static_cast<std::size_t>(r)].pid);
   const auto layout = transport::ShmLayout::make(static_cast<int>(local.size()), config_.shm_chunk_bytes,
                                                  kShmDepth, config_.small_bytes);
+  const auto channel_layout = transport::ShmChannelLayout::make(static_cast<int>(local.size()),
+                                                                kShmChannelSlotBytes, kShmChannelSlots);
   try {
     MPI_Comm comm = ctrl_.get();
-    shm_node_ = transport::ShmNode::open(shm_name_, layout, plan.local, pids, kShmOpenTimeoutSeconds, [comm] {
+    const auto give_up = [comm] {
       // The probe drives MPI's progress, which is how a
       // revocation or a failure notice arrives.
       int flag = 0;
       return MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
              ulfm::is_revoked(comm);
-    });
+    };
+    shm_node_ =
+        transport::ShmNode::open(shm_name_, layout, plan.local, pids, kShmOpenTimeoutSeconds, give_up);
+    shm_channel_ = std::make_unique<transport::ShmChannel>(
+        transport::ShmSegment::open_shared(shm_name_ + "-p2p", channel_layout.total, plan.local == 0,
+                                           pids.at(0), kShmOpenTimeoutSeconds, give_up),
+        channel_layout, plan.local, pids);
   } catch (const std::exception& e) {
-    shm_node_.reset();
+    drop_node_transports();
     return e.what();
   }
   return {};
+}
+
+transport::Channel& Communicator::Impl::flat_channel() {
+  if (routed_) return *routed_;
+  return *channel_;
+}
+
+void Communicator::Impl::drop_node_transports() {
+  routed_.reset();  // refers to the two channels
+  shm_channel_.reset();
+  shm_node_.reset();
 }
 
 void Communicator::Impl::adopt_plan(const topo::Plan& plan, const std::vector<MemberState>& states) {
@@ -550,11 +583,11 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const MemberStat
     // membership is agreed: a survivor that is still connecting to it (it
     // has not noticed the failure yet) must not be refused, which UCX's TCP
     // transport treats as fatal.
+    drop_node_transports();  // the next epoch gets fresh segments
     if (channel_) {
       channel_->abandon();
       retired_channels_.push_back(std::move(channel_));
     }
-    shm_node_.reset();  // the next epoch gets a fresh segment
     int rc = MPI_SUCCESS;
     const auto shrink_start = Clock::now();
     ulfm::ShrinkOutcome shrunk = ulfm::revoke_and_shrink(ctrl_.get(), rc);

@@ -84,6 +84,10 @@ struct Communicator::Impl final : transport::WaitContext {
   // Opens this node's shared-memory segment for the coming epoch; empty
   // text on success, otherwise why it failed.
   std::string open_node_segment(const topo::Plan& plan, const std::vector<MemberState>& states);
+  // The channel of the flat algorithms: routed through shared memory to
+  // local ranks when the hierarchical path is on, else UCX.
+  transport::Channel& flat_channel();
+  void drop_node_transports();
   void adopt_plan(const topo::Plan& plan, const std::vector<MemberState>& states);
   RecoveryOutcome recover(const MemberState& mine, const std::string& cause);
   void catch_up(std::uint64_t behind_seq, const std::vector<MemberState>& states, std::size_t bytes);
@@ -103,6 +107,11 @@ struct Communicator::Impl final : transport::WaitContext {
   // groups of topo's plan. Null / unused when the flat UCX ring is used.
   std::unique_ptr<transport::ShmNode> shm_node_;
   std::string shm_name_;
+  // Point to point inside the node (a second segment, `shm_name_` + "-p2p")
+  // and the channel the flat algorithms use (broadcast, catch-up): shared
+  // memory to local ranks, UCX to the others. Null on the flat UCX path.
+  std::unique_ptr<transport::ShmChannel> shm_channel_;
+  std::unique_ptr<transport::RoutedChannel> routed_;
   transport::Hierarchy hierarchy_;
   bool oversubscribed_ = false;  // more ranks on this machine than CPUs to run them
   std::vector<std::unique_ptr<transport::UcxChannel>> retired_channels_;

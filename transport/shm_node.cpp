@@ -2,9 +2,7 @@
 
 #include <sched.h>
 
-#include <chrono>
 #include <stdexcept>
-#include <thread>
 #include <utility>
 
 namespace ringmend::transport {
@@ -55,21 +53,9 @@ ShmNode::ShmNode(ShmSegment segment, const ShmLayout& layout, int local, const s
 std::unique_ptr<ShmNode> ShmNode::open(const std::string& name, const ShmLayout& layout, int local,
                                        const std::vector<pid_t>& pids, double timeout_seconds,
                                        const std::function<bool()>& give_up) {
-  if (local == 0)
-    return std::make_unique<ShmNode>(ShmSegment::create(name, layout.total), layout, local, pids);
-  PeerWatch creator(std::vector<pid_t>{pids.at(0)});
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
-  for (;;) {
-    if (auto segment = ShmSegment::attach(name, layout.total))
-      return std::make_unique<ShmNode>(std::move(*segment), layout, local, pids);
-    if (creator.exited() >= 0) throw std::runtime_error("shared memory " + name + ": its creator exited");
-    if (give_up && give_up())
-      throw std::runtime_error("shared memory " + name + ": the membership is being revoked");
-    if (std::chrono::steady_clock::now() > deadline)
-      throw std::runtime_error("shared memory " + name + ": not created within " +
-                               std::to_string(timeout_seconds) + " s");
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
+  return std::make_unique<ShmNode>(
+      ShmSegment::open_shared(name, layout.total, local == 0, pids.at(0), timeout_seconds, give_up), layout,
+      local, pids);
 }
 
 ShmRankControl& ShmNode::control(int r) const {

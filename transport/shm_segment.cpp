@@ -6,9 +6,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 #include <utility>
+#include <vector>
+
+#include "transport/peer_watch.hpp"
 
 namespace ringmend::transport {
 namespace {
@@ -88,6 +93,23 @@ std::optional<ShmSegment> ShmSegment::attach(const std::string& name, std::size_
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
   if (p == MAP_FAILED) fail("mmap", name, errno);
   return ShmSegment(name, static_cast<std::byte*>(p), bytes, false);
+}
+
+ShmSegment ShmSegment::open_shared(const std::string& name, std::size_t bytes, bool create, pid_t creator,
+                                   double timeout_seconds, const std::function<bool()>& give_up) {
+  if (create) return ShmSegment::create(name, bytes);
+  PeerWatch watch(std::vector<pid_t>{creator});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  for (;;) {
+    if (auto segment = ShmSegment::attach(name, bytes)) return std::move(*segment);
+    if (watch.exited() >= 0) throw std::runtime_error("shared memory " + name + ": its creator exited");
+    if (give_up && give_up())
+      throw std::runtime_error("shared memory " + name + ": the membership is being revoked");
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error("shared memory " + name + ": not created within " +
+                               std::to_string(timeout_seconds) + " s");
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
 }
 
 }  // namespace ringmend::transport

@@ -6,7 +6,10 @@
 // memory lives exactly as long as the last mapping.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -29,6 +32,14 @@ class ShmSegment {
   // Maps an existing segment of at least `bytes`; nullopt while it does not
   // exist yet or is still being sized by its creator. Throws on other errors.
   static std::optional<ShmSegment> attach(const std::string& name, std::size_t bytes);
+
+  // The segment of a group of processes: the creator (`create`) makes
+  // `name`; the others attach, retrying for up to `timeout_seconds` while
+  // the creator (pid `creator`) lives and give_up() is false (e.g. the
+  // membership is being revoked: the creator may never get this far).
+  // Throws std::runtime_error saying why it failed.
+  static ShmSegment open_shared(const std::string& name, std::size_t bytes, bool create, pid_t creator,
+                                double timeout_seconds, const std::function<bool()>& give_up = {});
 
   // Removes the name (idempotent; the mapping stays valid).
   void unlink();

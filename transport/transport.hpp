@@ -5,6 +5,8 @@
 //     every algorithm runs on; UcxChannel (ucx_channel.hpp) implements it over
 //     UCX with peer-failure detection, ShmChannel (shm_channel.hpp) over
 //     shared-memory rings between the ranks of one node.
+//   * RoutedChannel (routed_channel.hpp): shared memory to the ranks of this
+//     node, UCX to the others, behind one Channel.
 //   * ShmNode (shm_node.hpp): the ranks of one node on one shared-memory
 //     segment (shm_segment.hpp), with direct liveness checks (peer_watch.hpp).
 //   * The algorithms, one per header: ring_allreduce.hpp, ring_stream.hpp
@@ -24,6 +26,7 @@
 #include "transport/reduce_kernels.hpp"
 #include "transport/ring_allreduce.hpp"
 #include "transport/ring_stream.hpp"
+#include "transport/routed_channel.hpp"
 #include "transport/shm_channel.hpp"
 #include "transport/shm_node.hpp"
 #include "transport/ucx_channel.hpp"
