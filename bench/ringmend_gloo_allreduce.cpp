@@ -386,14 +386,8 @@ int main(int argc, char** argv) {
     json.field("min_bytes", o.min_bytes);
     json.field("max_bytes", o.max_bytes);
     // null: OSU's defaults by size (each row gives its count)
-    if (o.iters)
-      json.field("iterations", *o.iters);
-    else
-      json.key("iterations").null();
-    if (o.warmup)
-      json.field("warmup", *o.warmup);
-    else
-      json.key("warmup").null();
+    json.field("iterations", o.iters);
+    json.field("warmup", o.warmup);
     json.field("type", name_of(o.type));
     json.field("op", "sum");
     json.field("algorithm", o.algo);

@@ -150,14 +150,7 @@ ShmChannel::Peer& ShmChannel::peer_at(int peer) {
 }
 
 ShmChannel::Request* ShmChannel::acquire(std::uint32_t tag, std::span<const Piece> pieces) {
-  Request* r;
-  if (free_requests_.empty()) {
-    requests_.push_back(std::make_unique<Request>());
-    r = requests_.back().get();
-  } else {
-    r = free_requests_.back();
-    free_requests_.pop_back();
-  }
+  Request* r = requests_.acquire();
   r->pieces.assign(pieces.begin(), pieces.end());
   r->capacity = 0;
   for (const Piece& p : pieces) r->capacity += p.bytes;
@@ -224,7 +217,7 @@ OpState ShmChannel::test(Op op, std::size_t* bytes) {
   if (s == OpState::Pending) return s;
   if (bytes) *bytes = r->bytes;
   r->in_use = false;
-  free_requests_.push_back(r);
+  requests_.release(r);
   return s;
 }
 

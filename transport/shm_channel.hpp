@@ -33,6 +33,7 @@
 
 #include "transport/channel.hpp"
 #include "transport/peer_watch.hpp"
+#include "transport/request_pool.hpp"
 #include "transport/shm_node.hpp"
 #include "transport/shm_segment.hpp"
 
@@ -158,9 +159,8 @@ class ShmChannel final : public Channel {
   ShmChannelLayout layout_;
   int rank_;
   PeerWatch watch_;
-  std::vector<Peer> peers_;                         // by local rank; this rank's entry is unused
-  std::vector<std::unique_ptr<Request>> requests_;  // all ever allocated
-  std::vector<Request*> free_requests_;
+  std::vector<Peer> peers_;  // by local rank; this rank's entry is unused
+  RequestPool<Request> requests_;
   unsigned progress_calls_ = 0;
   std::chrono::steady_clock::time_point last_peer_check_{};
   bool abandoned_ = false;

@@ -182,14 +182,7 @@ ucp_tag_t UcxChannel::full_tag(int source, std::uint32_t tag) const {
 }
 
 UcxChannel::Request* UcxChannel::acquire(std::span<const Piece> pieces) {
-  Request* r;
-  if (free_requests_.empty()) {
-    requests_.push_back(std::make_unique<Request>());
-    r = requests_.back().get();
-  } else {
-    r = free_requests_.back();
-    free_requests_.pop_back();
-  }
+  Request* r = requests_.acquire();
   r->ucx = nullptr;
   r->state = OpState::Pending;
   r->bytes = 0;
@@ -202,7 +195,7 @@ UcxChannel::Request* UcxChannel::acquire(std::span<const Piece> pieces) {
 void UcxChannel::release(Request* r) {
   if (r->ucx) ucp_request_free(r->ucx);
   r->ucx = nullptr;
-  free_requests_.push_back(r);
+  requests_.release(r);
 }
 
 namespace {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "transport/channel.hpp"
+#include "transport/request_pool.hpp"
 
 namespace ringmend::transport {
 
@@ -77,8 +78,7 @@ class UcxChannel final : public Channel {
     int peer;
   };
   std::vector<std::unique_ptr<ErrorArg>> error_args_;
-  std::vector<std::unique_ptr<Request>> requests_;  // all ever allocated
-  std::vector<Request*> free_requests_;
+  RequestPool<Request> requests_;
   bool abandoned_ = false;
   int failed_peer_ = -1;
   std::string failure_reason_;
