@@ -19,9 +19,11 @@
 #include <vector>
 
 #include "bench/bench_util.hpp"
+#include "ringmend/core/options.hpp"
 #include "transport/progress.hpp"
 #include "transport/shm_channel.hpp"
 #include "transport/ucx_channel.hpp"
+#include "transport/ucx_environment.hpp"
 
 namespace ringmend::bench {
 namespace {
@@ -241,6 +243,7 @@ std::unique_ptr<Endpoint> open_ucx(MPI_Comm world, DeadlineWait& wait) {
   std::unique_ptr<tp::UcxChannel> channel;
   std::vector<std::byte> mine;
   if (active) {
+    tp::set_ucx_environment_defaults();  // as the runtime does
     context = std::make_shared<tp::UcxContext>();
     channel = std::make_unique<tp::UcxChannel>(*context, rank, size, 0);
     mine = channel->local_address();
@@ -272,7 +275,8 @@ std::unique_ptr<Endpoint> open_shm(MPI_Comm world, DeadlineWait& wait) {
   int rank = 0, size = 1;
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
-  const auto layout = tp::ShmChannelLayout::make(2);
+  const ringmend::Settings defaults;  // the layout the runtime uses
+  const auto layout = tp::ShmChannelLayout::make(2, defaults.shm_p2p_slot_bytes, defaults.shm_p2p_slots);
   std::array<char, 64> name{};  // stays empty if rank 0 cannot create it
   tp::ShmSegment segment;
   std::string error;

@@ -510,7 +510,7 @@ int run_ringmend(const Options& o, int argc, char** argv) {
       seen.lost = m.lost;
     });
     const std::size_t count = o.bytes / sizeof(float);
-    std::vector<float> in(count, static_cast<float>(comm.world_rank() + 1)), out(count, 0.f);
+    std::vector<float> in(count, static_cast<float>(comm.member_id() + 1)), out(count, 0.f);
     const std::vector<std::string> names = {"detect", "shrink", "rebuild", "recovery", "reexec", "first"};
     if (rank == 0) print_header(o, n, names);
 
@@ -520,7 +520,7 @@ int run_ringmend(const Options& o, int argc, char** argv) {
       row.round = k + 1;
       row.victim = victim;
       row.ranks_before = comm.size();
-      const std::vector<int> before = comm.world_ranks();
+      const std::vector<int> before = comm.member_ids();
       for (int i = 0; i < o.settle; ++i)
         comm.allreduce(in.data(), out.data(), count, ringmend::DataType::Float32, ringmend::ReduceOp::Sum);
       comm.barrier();
@@ -535,7 +535,7 @@ int run_ringmend(const Options& o, int argc, char** argv) {
 
       // The result: the survivors' inputs, or everyone's if a survivor had
       // completed the call before the failure.
-      const double expect = sum_of_inputs(r.contributors == row.ranks_before ? before : comm.world_ranks());
+      const double expect = sum_of_inputs(r.contributors == row.ranks_before ? before : comm.member_ids());
       const long wrong = count_wrong(out, expect);
       const bool ok = r.recovered && r.lost == std::vector<int>{victim} && seen.calls == 1 &&
                       seen.lost == std::vector<int>{victim};

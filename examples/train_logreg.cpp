@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   ringmend::Runtime rt(&argc, &argv);
   ringmend::Communicator& comm = rt.world();
   const int world_size = comm.size();
-  const int me = comm.world_rank();
+  const int me = comm.member_id();
   if (comm.rank() == 0)
     std::printf("train_logreg: %d ranks, %d samples x %d features per rank, %d steps; %s\n", world_size,
                 samples, d, steps, rt.fault_tolerance_status().c_str());
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   for (int step = 0; step < steps; ++step) {
     local_gradient(shard, w, buf);
     ringmend::CollectiveResult r = comm.allreduce(std::span<float>(buf), ringmend::ReduceOp::Sum);
-    std::set<int> who(comm.world_ranks().begin(), comm.world_ranks().end());
+    std::set<int> who(comm.member_ids().begin(), comm.member_ids().end());
     if (r.contributors > comm.size()) who.insert(r.lost.begin(), r.lost.end());
     contributors_per_step.emplace_back(who.begin(), who.end());
     if (r.recovered && first_recovered_done == 0) first_recovered_done = realtime_now();

@@ -110,9 +110,12 @@ int ringmend_fault_tolerant(const ringmend_runtime* runtime) {
 int ringmend_comm_rank(const ringmend_comm* comm) { return comm ? cxx(comm).rank() : -1; }
 int ringmend_comm_size(const ringmend_comm* comm) { return comm ? cxx(comm).size() : -1; }
 uint64_t ringmend_comm_epoch(const ringmend_comm* comm) { return comm ? cxx(comm).epoch() : 0; }
-int ringmend_comm_world_rank(const ringmend_comm* comm, int rank) {
+int ringmend_comm_member_id(const ringmend_comm* comm, int rank) {
   if (!comm || rank < 0 || rank >= cxx(comm).size()) return -1;
-  return cxx(comm).world_ranks()[static_cast<std::size_t>(rank)];
+  return cxx(comm).member_ids()[static_cast<std::size_t>(rank)];
+}
+int ringmend_comm_world_rank(const ringmend_comm* comm, int rank) {
+  return ringmend_comm_member_id(comm, rank);
 }
 
 int ringmend_allreduce(ringmend_comm* comm, const void* input, void* output, size_t count,

@@ -9,7 +9,7 @@
 #include <ctime>
 #include <sstream>
 
-#include "ringmend/error.hpp"
+#include "ringmend/core/error.hpp"
 
 namespace ringmend {
 namespace {

@@ -9,12 +9,13 @@
 #include <thread>
 
 #include "runtime/communicator_impl.hpp"
-#include "slurm/environment.hpp"
+#include "transport/ucx_environment.hpp"
+#include "ulfm/launch_environment.hpp"
 
 namespace ringmend {
 
 struct Runtime::Impl {
-  Config config;
+  Settings settings;
   bool we_initialized_mpi = false;
   bool fault_tolerant = false;
   std::string ft_status;
@@ -55,7 +56,19 @@ void bounded(double seconds, const char* what, F&& work) {
 }  // namespace
 
 Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_unique<Impl>()) {
-  impl_->config = options.read_environment ? Config::from_environment() : Config{};
+  // The one error boundary of start-up: whatever a lower layer throws
+  // reaches the caller as a ringmend::Error.
+  try {
+    start(argc, argv, options);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(Errc::Internal, std::string("start-up: ") + e.what());
+  }
+}
+
+void Runtime::start(int* argc, char*** argv, const Options& options) {
+  impl_->settings = options.resolve();
   // A dead peer leaves TCP connections behind (Open MPI's btl/tcp forwarding
   // a revoke, UCX): writing to one raises SIGPIPE, whose default action
   // would kill this survivor. A fault-tolerant process takes EPIPE as an
@@ -76,8 +89,8 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
 #if RINGMEND_HAVE_ULFM
   impl_->fault_tolerant = ulfm::fault_tolerance_enabled();
   impl_->ft_status = impl_->fault_tolerant ? "fault tolerance on (ULFM)"
-                     : slurm::detect_launcher() == slurm::Launcher::Srun
-                         ? slurm::srun_no_fault_tolerance_notice()
+                     : ulfm::detect_launcher() == ulfm::Launcher::Srun
+                         ? ulfm::srun_no_fault_tolerance_notice()
                          : "fault tolerance OFF: this MPI has ULFM but the job was not launched with it "
                            "(ringmend-run, or mpirun " +
                                [] {
@@ -96,59 +109,41 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (!impl_->fault_tolerant && rank == 0) std::fprintf(stderr, "[ringmend] %s\n", impl_->ft_status.c_str());
   // srun without a PMIx server: every task is a 1-rank job. Say so once.
-  if (const std::string alone = slurm::srun_without_pmix_notice(slurm::process_environment(), size);
+  if (const std::string alone = ulfm::srun_without_pmix_notice(ulfm::process_environment(), size);
       !alone.empty())
     std::fprintf(stderr, "[ringmend] %s\n", alone.c_str());
   // Where this process runs (read once: loading hwloc's topology takes
   // milliseconds), and the NIC nearest to it for UCX when there are several.
   const topo::Self self = topo::inspect_self();
+  transport::set_ucx_environment_defaults();  // before UCX reads its configuration
   impl_->ucx = std::make_unique<transport::UcxContext>(self.ucx_net_device);
   impl_->world.reset(new Communicator(std::make_unique<Communicator::Impl>(
-      impl_->config, impl_->fault_tolerant, *impl_->ucx, MPI_COMM_WORLD, self.where)));
+      impl_->settings, impl_->fault_tolerant, *impl_->ucx, MPI_COMM_WORLD, self.where)));
 }
 
 Runtime::~Runtime() {
-  bounded(impl_->config.finalize_timeout_seconds, "finalize", [&] {
+  bounded(impl_->settings.finalize_timeout_seconds, "finalize", [&] {
     try {
       impl_->world->impl_->warn_unfired_faults();
       impl_->world->impl_->quiesce();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "[ringmend] while finalizing: %s\n", e.what());
     }
-    if (impl_->config.verbose) std::fprintf(stderr, "[ringmend] all members finalizing\n");
+    if (impl_->settings.verbose) std::fprintf(stderr, "[ringmend] all members finalizing\n");
     impl_->world.reset();
     impl_->ucx.reset();
-    if (impl_->config.verbose) std::fprintf(stderr, "[ringmend] transports closed; MPI_Finalize\n");
+    if (impl_->settings.verbose) std::fprintf(stderr, "[ringmend] transports closed; MPI_Finalize\n");
     if (impl_->we_initialized_mpi) MPI_Finalize();
-    if (impl_->config.verbose) std::fprintf(stderr, "[ringmend] MPI finalized\n");
+    if (impl_->settings.verbose) std::fprintf(stderr, "[ringmend] MPI finalized\n");
   });
 }
 
 Communicator& Runtime::world() { return *impl_->world; }
+const Settings& Runtime::settings() const { return impl_->settings; }
 bool Runtime::fault_tolerant() const { return impl_->fault_tolerant; }
 std::string Runtime::fault_tolerance_status() const { return impl_->ft_status; }
 
 std::vector<std::string> ft_mpirun_args() { return ulfm::ft_mpirun_args(); }
 const char* version() { return RINGMEND_VERSION_STRING; }
-
-const char* to_string(Errc code) {
-  switch (code) {
-    case Errc::InvalidArgument:
-      return "invalid argument";
-    case Errc::Mismatch:
-      return "inconsistent call across ranks";
-    case Errc::Timeout:
-      return "timeout";
-    case Errc::FaultToleranceUnavailable:
-      return "fault tolerance unavailable";
-    case Errc::RootLost:
-      return "broadcast root lost";
-    case Errc::BadEnvironment:
-      return "bad environment variable";
-    case Errc::Internal:
-      return "internal error";
-  }
-  return "unknown error";
-}
 
 }  // namespace ringmend

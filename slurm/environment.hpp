@@ -61,22 +61,4 @@ struct SlurmEnvironment {
 // allocation's SLURM_JOB_CPUS_PER_NODE / SLURM_CPUS_PER_TASK is used instead.
 SlurmEnvironment read_slurm_environment(const EnvLookup& env = process_environment());
 
-enum class Launcher {
-  Unknown,  // run by hand, a singleton, or a launcher not recognised
-  Mpirun,   // Open MPI's mpirun / PRRTE (possibly inside a Slurm allocation)
-  Srun,     // Slurm direct launch: srun ./app
-};
-Launcher detect_launcher(const EnvLookup& env = process_environment());
-
-// What a rank should print when it runs without fault tolerance because
-// srun started it: why (Slurm ends the whole step when one rank dies) and
-// how to get fault tolerance instead.
-std::string srun_no_fault_tolerance_notice();
-
-// Non-empty when srun started several tasks but MPI sees a world of one:
-// srun did not hand Open MPI a PMIx server (srun --mpi=pmix is missing),
-// so every task runs alone. Says so and how to fix it; only in the task
-// with SLURM_PROCID 0, so that the step says it once.
-std::string srun_without_pmix_notice(const EnvLookup& env, int mpi_world_size);
-
 }  // namespace ringmend::slurm

@@ -35,9 +35,9 @@ class WaitContext {
   virtual void check() = 0;
   // Called when an algorithm enters a phase/step (fault injection point).
   virtual void on_phase(Phase phase, int step) = 0;
-  // Rounds of spinning before a wait yields its core between rounds; 0 when
-  // ranks outnumber the CPUs, where spinning starves the peer waited for.
-  virtual unsigned spin_rounds() const { return 4; }
+  // More ranks on this machine than CPUs: waits yield almost at once
+  // (backoff.hpp).
+  virtual bool oversubscribed() const { return false; }
 };
 
 // Waits for `op` to finish, driving `ch` and polling `ctx`. Returns the

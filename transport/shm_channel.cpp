@@ -8,12 +8,11 @@
 #include <stdexcept>
 #include <utility>
 
+#include "ringmend/core/sizes.hpp"
 #include "transport/progress.hpp"
 
 namespace ringmend::transport {
 namespace {
-
-constexpr std::size_t align_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
 
 // Checking the pidfds is a system call (~1 us in a VM) and progress() runs
 // every few nanoseconds in a spinning wait: checking every 256 calls took a
@@ -69,12 +68,12 @@ void scatter(const std::byte* src, std::size_t n, std::span<const Piece> pieces,
 
 }  // namespace
 
-ShmChannelLayout ShmChannelLayout::make(int ranks, std::size_t slot_bytes, int slots) {
-  if (ranks < 1 || slots < 1 || slot_bytes == 0)
+ShmChannelLayout ShmChannelLayout::make(int ranks, std::size_t slot_bytes, std::size_t slots) {
+  if (ranks < 1 || slots < 1 || slots > (1u << 20) || slot_bytes == 0)
     throw std::invalid_argument("shared-memory channel: bad layout parameters");
   ShmChannelLayout l;
   l.ranks = ranks;
-  l.slots = slots;
+  l.slots = static_cast<int>(slots);
   l.slot_bytes = align_up(slot_bytes, 64);
   l.slot_stride = align_up(kSlotPhase + kSlotHeader + l.slot_bytes, 4096);
   l.slot_offset = kSlotPhase;
@@ -123,12 +122,7 @@ ShmChannel::ShmChannel(ShmSegment segment, ShmChannelLayout layout, int rank, st
   peers_.resize(static_cast<std::size_t>(layout_.ranks));
   auto* controls = reinterpret_cast<ShmRingControl*>(segment_.data() + layout_.control_offset);
   auto slots_of = [&](std::size_t ring) {
-    std::byte* base = segment_.data() + layout_.ring_offset + ring * layout_.ring_bytes;
-    // Map the ring's pages now: otherwise the first messages pay a page
-    // fault per 4 KiB on each side (~1 ms for a 1 MiB ring, measured). The
-    // data are not touched; kernels before 5.14 refuse, and fault lazily.
-    ::madvise(base, layout_.ring_bytes, MADV_POPULATE_WRITE);
-    return base + layout_.slot_offset;
+    return segment_.data() + layout_.ring_offset + ring * layout_.ring_bytes + layout_.slot_offset;
   };
   for (int q = 0; q < layout_.ranks; ++q) {
     if (q == rank_) continue;
@@ -146,7 +140,19 @@ ShmChannel::~ShmChannel() = default;
 ShmChannel::Peer& ShmChannel::peer_at(int peer) {
   if (peer < 0 || peer >= layout_.ranks || peer == rank_)
     throw std::invalid_argument("shared-memory channel: no peer " + std::to_string(peer));
-  return peers_[static_cast<std::size_t>(peer)];
+  Peer& p = peers_[static_cast<std::size_t>(peer)];
+  if (!p.mapped) {
+    // Map the two rings of this pair on first use, not for every pair up
+    // front: a node of n ranks has n(n-1) rings, and most pairs never talk
+    // (an epoch's algorithms use the ring neighbours). Mapped now, the first
+    // messages do not pay a page fault per 4 KiB on each side (~1 ms for a
+    // 1 MiB ring, measured). The data are not touched; kernels before 5.14
+    // refuse, and fault lazily.
+    for (std::byte* slots : {p.out_slots, p.in_slots})
+      ::madvise(slots - layout_.slot_offset, layout_.ring_bytes, MADV_POPULATE_WRITE);
+    p.mapped = true;
+  }
+  return p;
 }
 
 ShmChannel::Request* ShmChannel::acquire(std::uint32_t tag, std::span<const Piece> pieces) {

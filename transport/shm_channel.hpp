@@ -10,7 +10,7 @@
 // buffer, so that the ring keeps moving and later messages can be matched.
 //
 // Lifecycle (the bench and the tests do this; MPI or fork shares name and pids):
-//   auto layout = ShmChannelLayout::make(ranks);
+//   auto layout = ShmChannelLayout::make(ranks, slot_bytes, slots);
 //   rank 0: segment = ShmSegment::create(name, layout.total);
 //   others: segment = *ShmSegment::attach(name, layout.total);
 //   barrier (every rank has mapped it); segment.unlink();  // nothing left in /dev/shm
@@ -50,15 +50,6 @@ struct ShmRingControl {
 // tail on their own 128-byte line, as ShmCounter), then the slot arrays,
 // page aligned. The diagonal (i -> i) has no ring.
 struct ShmChannelLayout {
-  // Defaults measured on a 2-core AMD EPYC VM, streaming 64 KiB - 4 MiB
-  // messages (osu_bw style; 32 KiB - 512 KiB slots, 4 - 16 of them). Larger
-  // slots amortise the per-slot handshake (the head and tail lines change
-  // hands once per slot): 128 KiB slots move 1-4 MiB messages ~10 % faster
-  // than 64 KiB ones and ~20 % faster than 32 KiB ones. 8 slots keep both
-  // sides copying and 8 small messages in flight; 2 MiB rings gained only a
-  // few % more, and a node of n ranks needs n(n-1) rings (1 MiB each here).
-  static constexpr std::size_t kDefaultSlotBytes = 128 * 1024;
-  static constexpr int kDefaultSlots = 8;
   // A small message shares one cache line with its header: one line for the
   // receiver to fetch.
   static constexpr std::size_t kSlotHeader = 32;
@@ -75,8 +66,9 @@ struct ShmChannelLayout {
   std::size_t slot_offset = 0;  // of the first slot's header in its ring
   std::size_t control_offset = 0, ring_offset = 0, ring_bytes = 0, total = 0;
 
-  static ShmChannelLayout make(int ranks, std::size_t slot_bytes = kDefaultSlotBytes,
-                               int slots = kDefaultSlots);
+  // Slot size and count: Settings::shm_p2p_slot_bytes and shm_p2p_slots
+  // (core/options.hpp) give the defaults everyone uses.
+  static ShmChannelLayout make(int ranks, std::size_t slot_bytes, std::size_t slots);
 
   // Index of the ring from -> to (from != to), 0 .. ranks*(ranks-1)-1.
   std::size_t ring_index(int from, int to) const;
@@ -144,6 +136,7 @@ class ShmChannel final : public Channel {
     std::list<Unexpected> unexpected;  // arrived, not yet received (oldest first)
     Incoming incoming;
     bool dead = false;
+    bool mapped = false;  // the two rings' pages populated (on first use)
   };
 
   Request* acquire(std::uint32_t tag, std::span<const Piece> pieces);

@@ -1,33 +1,12 @@
 #include "transport/shm_node.hpp"
 
-#include <sched.h>
-
 #include <stdexcept>
 #include <utility>
 
+#include "ringmend/core/sizes.hpp"
+
 namespace ringmend::transport {
-namespace {
-
-constexpr std::size_t align_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
-
-// Spins before the first yield (~tens of microseconds), and how often a
-// spinning / yielding rank polls for failures. With more ranks on the node
-// than CPUs to run them, spinning only delays the peer being waited for:
-// yield almost at once.
-constexpr unsigned kSpinsBeforeYield = 4096;
-constexpr unsigned kSpinsBeforeYieldOversubscribed = 16;
-constexpr unsigned kSpinCheckMask = 1023;
-constexpr unsigned kYieldCheckMask = 15;
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
-
-}  // namespace
+namespace {}  // namespace
 
 ShmLayout ShmLayout::make(int ranks, std::size_t chunk_bytes, std::size_t depth, std::size_t small_bytes) {
   ShmLayout l;
@@ -91,17 +70,7 @@ void ShmNode::check_peers() const {
 }
 
 void ShmBackoff::idle() {
-  ++spins_;
-  if (spins_ < (node_.oversubscribed() ? kSpinsBeforeYieldOversubscribed : kSpinsBeforeYield)) {
-    cpu_relax();
-    if ((spins_ & kSpinCheckMask) == 0) {
-      node_.check_peers();
-      ctx_.check();
-    }
-    return;
-  }
-  sched_yield();
-  if ((spins_ & kYieldCheckMask) == 0) {
+  if (backoff_.idle()) {
     node_.check_peers();
     ctx_.check();
   }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/backoff.hpp"
 #include "transport/peer_watch.hpp"
 #include "transport/progress.hpp"
 #include "transport/shm_segment.hpp"
@@ -84,9 +85,6 @@ class ShmNode {
 
   // Throws Interrupted if a process of this node has exited.
   void check_peers() const;
-  // More ranks on this machine than CPUs: waits yield almost at once.
-  bool oversubscribed() const { return oversubscribed_; }
-  void set_oversubscribed(bool v) { oversubscribed_ = v; }
 
   std::uint64_t calls = 0;        // shared-memory collectives started in this epoch
   std::uint64_t chunks_used = 0;  // pipeline chunks used so far in this epoch
@@ -96,23 +94,22 @@ class ShmNode {
   ShmLayout layout_;
   int local_;
   PeerWatch watch_;
-  bool oversubscribed_ = false;
 };
 
-// Idle strategy of every shared-memory wait: spin briefly (the common case
-// is a peer a few hundred nanoseconds behind), then yield the core (ranks
-// may outnumber cores), and poll for failures all along so that no wait
-// outlives a dead peer or a revoked communicator.
+// Backoff (backoff.hpp) for shared-memory waits: polling for failures
+// also checks the node peers' processes, so that no wait outlives a dead
+// peer or a revoked membership.
 class ShmBackoff {
  public:
-  ShmBackoff(const ShmNode& node, WaitContext& ctx) : node_(node), ctx_(ctx) {}
+  ShmBackoff(const ShmNode& node, WaitContext& ctx)
+      : node_(node), ctx_(ctx), backoff_(ctx.oversubscribed()) {}
   void idle();
-  void reset() { spins_ = 0; }
+  void reset() { backoff_.reset(); }
 
  private:
   const ShmNode& node_;
   WaitContext& ctx_;
-  unsigned spins_ = 0;
+  Backoff backoff_;
 };
 
 // Waits until ready() holds. A peer that exits once it has done its part is

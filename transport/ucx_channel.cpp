@@ -3,16 +3,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <stdexcept>
 
+#include "ringmend/core/error.hpp"
 #include "transport/progress.hpp"
 
 namespace ringmend::transport {
 namespace {
 
 void check(ucs_status_t s, const char* what) {
-  if (s != UCS_OK) throw std::runtime_error(std::string("UCX: ") + what + ": " + ucs_status_string(s));
+  if (s != UCS_OK) throw Error(Errc::Internal, std::string("UCX: ") + what + ": " + ucs_status_string(s));
 }
 
 }  // namespace
@@ -25,56 +25,11 @@ struct UcxChannel::Request {
   bool is_recv = false;
 };
 
-namespace {
-
-bool has_rdma_devices() {
-  std::error_code ec;
-  std::filesystem::directory_iterator it("/sys/class/infiniband", ec);
-  return !ec && it != std::filesystem::directory_iterator();
-}
-
-// Defaults for UCX, each applied only when the user has not set the
-// variable.
-//
-// Over TCP (measured with bench/ringmend_allreduce, _p2p_bw and _p2p_bibw
-// between the two nodes of the local Slurm cluster): UCX 1.13's rendezvous
-// protocol over TCP and its 8 KiB send segments reach 0.25-0.5 GB/s, eager
-// messages 4-6 GB/s one way; the collectives pre-post their receives a
-// window ahead, so eager messages arrive expected. Segments of 2 MiB, and
-// sending messages above 64 KiB from the caller's buffer (zero-copy eager)
-// rather than through a bounce buffer, cut the system calls and copies per
-// byte: the ring allreduce, which sends and receives at once, went from
-// 1.3 to 1.6-2.0 GB/s at 4-16 MiB with one rank per node, and from 0.8-1.5
-// to 1.6-2.1 GB/s with two; one-way streaming of large messages loses
-// 10-30%. With RDMA devices present, UCX's own protocol choices stay.
-//
-// The TCP keys belong to UCX's transport layer, which reads them from the
-// environment when it opens an interface (ucp_config_modify does not reach
-// it in UCX 1.13): they are set there, without overwriting the user's. The
-// receive segment must not be smaller than the send segment.
-//
-// UCX's shared-memory transports have no peer-failure handling, so they are
-// never used on ringmend's endpoints (PEER error mode); left in, they still
-// cost ~25 ms of interface set-up in every worker, that is in every rebuild
-// after a failure. Inside a node ringmend has its own shared memory.
-void apply_defaults(ucp_config_t* config) {
-  if (std::getenv("UCX_TLS") == nullptr) ucp_config_modify(config, "TLS", "^sm");
-  const char* user_tx = std::getenv("UCX_TCP_TX_SEG_SIZE");
-  if (std::getenv("UCX_TCP_RX_SEG_SIZE") == nullptr)
-    ::setenv("UCX_TCP_RX_SEG_SIZE", user_tx ? user_tx : "2m", 0);
-  ::setenv("UCX_TCP_TX_SEG_SIZE", "2m", 0);
-  if (!has_rdma_devices()) {
-    if (std::getenv("UCX_RNDV_THRESH") == nullptr) ucp_config_modify(config, "RNDV_THRESH", "inf");
-    if (std::getenv("UCX_ZCOPY_THRESH") == nullptr) ucp_config_modify(config, "ZCOPY_THRESH", "64k");
-  }
-}
-
-}  // namespace
-
 UcxContext::UcxContext(const std::string& net_device) {
   ucp_config_t* config = nullptr;
+  // UCX's variables (and ringmend's defaults for them, ucx_environment.hpp)
+  // are read here, from the environment.
   check(ucp_config_read(nullptr, nullptr, &config), "reading configuration");
-  apply_defaults(config);
   if (!net_device.empty() && std::getenv("UCX_NET_DEVICES") == nullptr)
     ucp_config_modify(config, "NET_DEVICES", net_device.c_str());
   ucp_params_t params{};

@@ -37,11 +37,11 @@ int main(int argc, char** argv) {
         for (int in_place = 0; in_place < 2; ++in_place) {
           ++salt;
           TypedBuffer in(t, count), out(t, count);
-          in.fill_input(comm.world_rank(), op, salt);
+          in.fill_input(comm.member_id(), op, salt);
           CollectiveResult r = in_place ? comm.allreduce(in.data(), count, t, op)
                                         : comm.allreduce(in.data(), out.data(), count, t, op);
           TypedBuffer& result = in_place ? in : out;
-          std::size_t wrong = result.wrong(comm.world_ranks(), op, salt);
+          std::size_t wrong = result.wrong(comm.member_ids(), op, salt);
           if (wrong || r.recovered || r.contributors != n) {
             ++failures;
             std::fprintf(stderr, "rank %d: allreduce count=%zu type=%s op=%s in_place=%d: %zu wrong\n",
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
         }
     }
   if (comm.barrier().contributors != n) ++failures;
-  std::printf("TEST %s world rank %d: %zu failures\n", failures ? "FAILED" : "PASSED", comm.world_rank(),
+  std::printf("TEST %s world rank %d: %zu failures\n", failures ? "FAILED" : "PASSED", comm.member_id(),
               failures);
   return failures ? 1 : 0;
 }

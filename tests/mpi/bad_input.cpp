@@ -14,9 +14,9 @@ namespace {
 
 int follow_up_works(Communicator& comm) {
   TypedBuffer b(DataType::Int32, 1001);
-  b.fill_input(comm.world_rank(), ReduceOp::Sum, 1);
+  b.fill_input(comm.member_id(), ReduceOp::Sum, 1);
   comm.allreduce(b.data(), b.count, DataType::Int32, ReduceOp::Sum);
-  return b.wrong(comm.world_ranks(), ReduceOp::Sum, 1) == 0 ? 0 : 1;
+  return b.wrong(comm.member_ids(), ReduceOp::Sum, 1) == 0 ? 0 : 1;
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "rank %d: expected invalid-argument, got %d (%s)\n", rank, rc, ringmend_last_error());
     ++failures;
   }
-  if (ringmend_comm_world_rank(world, size) != -1) ++failures;
+  if (ringmend_comm_member_id(world, size) != -1) ++failures;
   printf("TEST %s rank %d: C API (ringmend %s)\n", failures ? "FAILED" : "PASSED", rank, ringmend_version());
   ringmend_finalize(rt);
   return failures ? 1 : 0;

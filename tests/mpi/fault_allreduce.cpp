@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
 
   Runtime rt(&argc, &argv);
   Communicator& comm = rt.world();
-  const int me = comm.world_rank();
+  const int me = comm.member_id();
   if (!pid_dir.empty()) std::ofstream(pid_dir + "/rank" + std::to_string(me) + ".pid") << ::getpid() << "\n";
   int changes = 0;
   comm.on_membership_change([&](const MembershipChange& m) {
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     const bool bcast = mode == "bcast" || (mode == "mixed" && it % 3 == 2);
     if (bcast) {
       const int root = it % comm.size();
-      const int root_world = comm.world_ranks()[static_cast<std::size_t>(root)];
+      const int root_world = comm.member_ids()[static_cast<std::size_t>(root)];
       std::vector<std::int32_t> buf(count);
       for (std::size_t i = 0; i < count; ++i)
         buf[i] = comm.rank() == root
@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
             break;
           }
       } catch (const Error& e) {
-        const bool root_gone = std::find(comm.world_ranks().begin(), comm.world_ranks().end(), root_world) ==
-                               comm.world_ranks().end();
+        const bool root_gone = std::find(comm.member_ids().begin(), comm.member_ids().end(), root_world) ==
+                               comm.member_ids().end();
         if (e.code() == Errc::RootLost && root_gone && (call == expect_root_lost || allow_root_lost)) {
           ++root_lost_seen;
         } else {

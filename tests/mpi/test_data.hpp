@@ -107,7 +107,7 @@ struct TypedBuffer {
 // plus the ranks lost during the call when the result was computed before
 // they died (a survivor handed it over).
 inline std::vector<int> contributors_of(const Communicator& comm, const CollectiveResult& r) {
-  std::set<int> s(comm.world_ranks().begin(), comm.world_ranks().end());
+  std::set<int> s(comm.member_ids().begin(), comm.member_ids().end());
   if (r.contributors == comm.size() + static_cast<int>(r.lost.size()))
     s.insert(r.lost.begin(), r.lost.end());
   else if (r.contributors != comm.size()) {

@@ -1,10 +1,9 @@
-#include "runtime/config.hpp"
-
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
-#include "ringmend/error.hpp"
+#include "ringmend/core/error.hpp"
+#include "ringmend/core/options.hpp"
 
 using namespace ringmend;
 
@@ -39,10 +38,10 @@ TEST(Config, SecondsAndBooleans) {
 
 TEST(Config, EnvironmentIsValidated) {
   ::setenv("RINGMEND_CHUNK_BYTES", "1K", 1);  // below the 4K minimum
-  EXPECT_THROW(Config::from_environment(), Error);
+  EXPECT_THROW(Options{}.resolve(), Error);
   ::setenv("RINGMEND_CHUNK_BYTES", "128K", 1);
   ::setenv("RINGMEND_TIMEOUT", "30", 1);
-  Config c = Config::from_environment();
+  Settings c = Options{}.resolve();
   EXPECT_EQ(c.chunk_bytes, 131072u);
   EXPECT_DOUBLE_EQ(c.timeout_seconds, 30);
   ::unsetenv("RINGMEND_CHUNK_BYTES");
@@ -54,7 +53,7 @@ TEST(Config, SharedMemorySettings) {
   ::setenv("RINGMEND_SHM_CHUNK_BYTES", "1M", 1);
   ::setenv("RINGMEND_SMALL_BYTES", "4K", 1);
   ::setenv("RINGMEND_DEBUG", "topo", 1);
-  Config c = Config::from_environment();
+  Settings c = Options{}.resolve();
   EXPECT_FALSE(c.shm);
   EXPECT_EQ(c.shm_chunk_bytes, std::size_t{1} << 20);
   EXPECT_EQ(c.small_bytes, 4096u);
@@ -65,7 +64,7 @@ TEST(Config, SharedMemorySettings) {
         std::pair{"RINGMEND_SHM", "perhaps"}}) {
     ::setenv(name, value, 1);
     try {
-      Config::from_environment();
+      Options{}.resolve();
       ADD_FAILURE() << name << "=" << value << " accepted";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
@@ -75,4 +74,34 @@ TEST(Config, SharedMemorySettings) {
   for (const char* name :
        {"RINGMEND_SHM", "RINGMEND_SHM_CHUNK_BYTES", "RINGMEND_SMALL_BYTES", "RINGMEND_DEBUG"})
     ::unsetenv(name);
+}
+
+TEST(Config, CodeComesBeforeTheEnvironment) {
+  ::setenv("RINGMEND_CHUNK_BYTES", "128K", 1);
+  ::setenv("RINGMEND_SHM_DEPTH", "8", 1);
+  Options o;
+  o.chunk_bytes = 64 * 1024;
+  Settings s = o.resolve();
+  EXPECT_EQ(s.chunk_bytes, 65536u);  // set in code
+  EXPECT_EQ(s.shm_depth, 8u);        // from the environment
+  o.read_environment = false;
+  s = o.resolve();
+  EXPECT_EQ(s.shm_depth, Settings{}.shm_depth);  // the one default
+  ::unsetenv("RINGMEND_CHUNK_BYTES");
+  ::unsetenv("RINGMEND_SHM_DEPTH");
+}
+
+TEST(Config, BadValuesInCodeNameTheField) {
+  Options o;
+  o.shm_p2p_slots = 1;
+  try {
+    o.resolve();
+    FAIL() << "accepted shm_p2p_slots = 1";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("shm_p2p_slots"), std::string::npos) << e.what();
+  }
+  ::setenv("RINGMEND_SHM_DEPTH", "0", 1);
+  EXPECT_THROW(Options{}.resolve(), Error);
+  ::unsetenv("RINGMEND_SHM_DEPTH");
 }

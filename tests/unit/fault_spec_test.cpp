@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "ringmend/error.hpp"
+#include "ringmend/core/error.hpp"
 #include "runtime/fault_injection.hpp"
 
 using namespace ringmend;

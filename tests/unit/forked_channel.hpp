@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "ringmend/core/options.hpp"
 #include "transport/progress.hpp"
 #include "transport/shm_channel.hpp"
 
@@ -88,7 +89,7 @@ using Body = std::function<int(int, ShmChannel&, TestWait&)>;
 // channel segment (default layout) and returns their exit codes (128 +
 // signal if killed).
 inline std::vector<int> run_ranks(int ranks, const Body& body) {
-  const auto l = ShmChannelLayout::make(ranks);
+  const auto l = ShmChannelLayout::make(ranks, Settings{}.shm_p2p_slot_bytes, Settings{}.shm_p2p_slots);
   const std::string name = unique_name();
   ShmSegment segment = ShmSegment::create(name, l.total);
   ExitBarrier barrier;

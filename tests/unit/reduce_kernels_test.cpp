@@ -1,4 +1,4 @@
-#include "transport/reduce_kernels.hpp"
+#include "coll/reduce_kernels.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@ namespace {
 
 template <class T>
 std::vector<T> run(ReduceOp op, std::vector<T> dst, const std::vector<T>& src) {
-  transport::reduce(dst.data(), src.data(), dst.size(), data_type_of<T>, op);
+  coll::reduce(dst.data(), src.data(), dst.size(), data_type_of<T>, op);
   return dst;
 }
 

@@ -2,7 +2,7 @@
 // run many ring allreduces in flight at once and check every element; a
 // call that differs across ranks is a Mismatch; a SIGKILLed rank interrupts
 // its neighbours.
-#include "transport/ring_stream.hpp"
+#include "coll/ring_stream.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -18,6 +18,8 @@ namespace ringmend::transport {
 namespace {
 
 using namespace forked;
+using coll::AllreduceArgs;
+using coll::RingStream;
 
 // Element i of piece p from rank r: small integers, exact in float.
 float value(int r, std::size_t p, std::size_t i) {

@@ -14,11 +14,13 @@
 #include <stdexcept>
 #include <vector>
 
-#include "transport/hier_allreduce.hpp"
+#include "coll/selector.hpp"
 #include "transport/shm_node.hpp"
 
 namespace ringmend::transport {
 namespace {
+
+using coll::AllreduceArgs;
 
 enum Exit { kOk = 0, kWrong = 1, kInterrupted = 2, kMismatch = 3, kTimedOut = 4, kOther = 5 };
 
@@ -97,6 +99,28 @@ std::vector<int> run_ranks(int ranks, std::size_t chunk, std::size_t small,
   return codes;
 }
 
+// One node of `ranks` ranks, as an epoch's plan gives it.
+coll::Layout node_layout(int ranks) {
+  coll::Layout h;
+  h.node_shm = true;
+  for (int r = 0; r < ranks; ++r) h.local_ranks.push_back(r);
+  h.ring = h.local_ranks;
+  h.leaders = {0};
+  h.rails = ranks;
+  return h;
+}
+
+// The algorithm the selector picks for this call (one-shot up to
+// `small_bytes`, pipelined above), run on the node's segment alone.
+void hierarchical_allreduce(ShmNode& node, std::nullptr_t, const coll::Layout& h, const AllreduceArgs& a,
+                            TestWait& wait, std::size_t small_bytes) {
+  coll::Call call;
+  call.kind = coll::CollectiveKind::Allreduce;
+  call.allreduce = a;
+  const coll::Tuning tuning{small_bytes, 0};
+  coll::select(call.kind, a.bytes(), h, tuning).run(call, {&node, nullptr, nullptr}, h, tuning, wait);
+}
+
 template <class T>
 T input_value(int rank, std::size_t i) {
   return static_cast<T>((rank + 1) * 3 + static_cast<int>(i % 101) - 50);
@@ -104,9 +128,7 @@ T input_value(int rank, std::size_t i) {
 
 template <class T>
 int allreduce_and_check(ShmNode& node, int ranks, std::size_t count, DataType type, int calls) {
-  Hierarchy h;
-  for (int r = 0; r < ranks; ++r) h.local_ranks.push_back(r);
-  h.leaders = {0};
+  const coll::Layout h = node_layout(ranks);
   std::vector<T> in(count), out(count);
   for (int call = 1; call <= calls; ++call) {
     for (std::size_t i = 0; i < count; ++i) in[i] = input_value<T>(node.local() + call, i);
@@ -143,7 +165,7 @@ INSTANTIATE_TEST_SUITE_P(RanksAndSizes, ShmAllreduce,
 
 TEST(ShmAllreduceErrors, DifferentCountsAreAMismatchOnEveryRank) {
   auto codes = run_ranks(3, 16 * 1024, 1024, [](int r, ShmNode& node) {
-    Hierarchy h{{0, 1, 2}, {0}, {}, 3};
+    const coll::Layout h = node_layout(3);
     const std::size_t count = r == 1 ? 5000 : 100;  // one-shot on two ranks, pipelined on one
     std::vector<float> in(count, 1.0f), out(count);
     TestWait wait;
@@ -157,7 +179,7 @@ TEST(ShmAllreduceErrors, DifferentCountsAreAMismatchOnEveryRank) {
 TEST(ShmAllreduceFailures, AKilledRankIsNoticedByItsPeers) {
   const auto start = std::chrono::steady_clock::now();
   auto codes = run_ranks(3, 16 * 1024, 1024, [](int r, ShmNode& node) {
-    Hierarchy h{{0, 1, 2}, {0}, {}, 3};
+    const coll::Layout h = node_layout(3);
     const std::size_t count = 200000;
     std::vector<float> in(count, 1.0f), out(count);
     TestWait wait([r](Phase p, int step) {

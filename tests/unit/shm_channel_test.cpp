@@ -25,7 +25,7 @@ namespace {
 
 using namespace forked;
 
-constexpr std::size_t kSlot = ShmChannelLayout::kDefaultSlotBytes;
+const std::size_t kSlot = Settings{}.shm_p2p_slot_bytes;  // the layout every channel uses
 
 // Content that differs at every offset, per message (seed).
 std::byte pattern(std::size_t i, unsigned seed) {

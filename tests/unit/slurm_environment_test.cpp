@@ -3,8 +3,13 @@
 #include <map>
 
 #include "slurm/environment.hpp"
+#include "ulfm/launch_environment.hpp"
 
 using namespace ringmend::slurm;
+using ringmend::ulfm::detect_launcher;
+using ringmend::ulfm::Launcher;
+using ringmend::ulfm::srun_no_fault_tolerance_notice;
+using ringmend::ulfm::srun_without_pmix_notice;
 
 namespace {
 using Vars = std::map<std::string, std::string>;

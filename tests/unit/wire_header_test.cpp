@@ -1,9 +1,9 @@
-#include "transport/wire_header.hpp"
+#include "coll/wire_header.hpp"
 
 #include <gtest/gtest.h>
 
 using namespace ringmend;
-using namespace ringmend::transport;
+using namespace ringmend::coll;
 
 namespace {
 WireHeader allreduce(std::uint64_t seq, std::uint64_t count, DataType t, ReduceOp op) {

@@ -1,30 +1,4 @@
-// The errors ringmend reports to the application.
+// Errc and Error (defined in the bottom layer, core/).
 #pragma once
 
-#include <stdexcept>
-#include <string>
-
-namespace ringmend {
-
-enum class Errc {
-  InvalidArgument,            // bad argument on some rank (null buffer, bad type, ...)
-  Mismatch,                   // ranks called a collective with different arguments
-  Timeout,                    // a collective exceeded RINGMEND_TIMEOUT
-  FaultToleranceUnavailable,  // a rank failed but the job runs without ULFM
-  RootLost,                   // the root of a broadcast failed before anyone got the data
-  BadEnvironment,             // a RINGMEND_* variable has an invalid value
-  Internal,                   // MPI or UCX failed in a way ringmend cannot recover from
-};
-
-const char* to_string(Errc code);
-
-class Error : public std::runtime_error {
- public:
-  Error(Errc code, const std::string& what) : std::runtime_error(what), code_(code) {}
-  Errc code() const { return code_; }
-
- private:
-  Errc code_;
-};
-
-}  // namespace ringmend
+#include "ringmend/core/error.hpp"

@@ -39,7 +39,7 @@ typedef struct ringmend_comm ringmend_comm;
 typedef struct {
   int recovered;    /* 1 if a failure happened during the call and was recovered */
   int contributors; /* ranks whose inputs the result contains */
-  int num_lost;     /* original (world) ranks lost during the call */
+  int num_lost;     /* ids of the members lost during the call */
   const int* lost;
   uint64_t epoch; /* membership epoch after the call */
 } ringmend_result;
@@ -65,7 +65,10 @@ int ringmend_fault_tolerant(const ringmend_runtime* runtime);
 int ringmend_comm_rank(const ringmend_comm* comm);
 int ringmend_comm_size(const ringmend_comm* comm);
 uint64_t ringmend_comm_epoch(const ringmend_comm* comm);
-/* Original (world) rank of member `rank`, or -1 when out of range. */
+/* Member id of rank `rank` (its MPI_COMM_WORLD rank for the members started
+ * with the job), or -1 when out of range. */
+int ringmend_comm_member_id(const ringmend_comm* comm, int rank);
+/* Deprecated: the old name of ringmend_comm_member_id. */
 int ringmend_comm_world_rank(const ringmend_comm* comm, int rank);
 
 /* In place when input == output. */

@@ -3,12 +3,20 @@
 //   ringmend::Runtime rt(&argc, &argv);      // MPI + ULFM + transports
 //   auto& world = rt.world();
 //   auto r = world.allreduce(std::span<float>(grad), ringmend::ReduceOp::Sum);
-//   if (r.recovered) { /* ranks r.lost died; r.contributors ranks contributed */ }
+//   if (r.recovered) { /* members r.lost died; r.contributors ranks contributed */ }
 //
 // When a rank dies during a collective, the survivors revoke, agree on the
 // failed set, shrink, rebuild their rings and re-execute the collective over
 // their own (intact) inputs; the call then returns normally with the new
 // membership. Inputs must not be modified by another thread during a call.
+//
+// Members and ranks: every process of the job is a member with an id that
+// it keeps for the whole job (the members started with the job have their
+// MPI_COMM_WORLD rank as id; a process admitted later gets a new one). Its
+// rank is its position in the current membership, renumbered 0..size-1 by
+// every change. Lost members are named by id.
+//
+// Every failure a call reports is a ringmend::Error with an Errc.
 #pragma once
 
 #include <cstddef>
@@ -19,15 +27,16 @@
 #include <string>
 #include <vector>
 
-#include "ringmend/error.hpp"
-#include "ringmend/types.hpp"
+#include "ringmend/core/error.hpp"
+#include "ringmend/core/options.hpp"
+#include "ringmend/core/types.hpp"
 
 namespace ringmend {
 
 // What a collective call reports besides its data.
 struct CollectiveResult {
   bool recovered = false;   // a failure happened during this call and was recovered
-  std::vector<int> lost;    // original (world) ranks lost during this call
+  std::vector<int> lost;    // ids of the members lost during this call
   int contributors = 0;     // ranks whose inputs the result contains
   std::uint64_t epoch = 0;  // membership epoch after the call
 };
@@ -35,7 +44,7 @@ struct CollectiveResult {
 // Passed to membership-change callbacks after each recovery.
 struct MembershipChange {
   std::uint64_t old_epoch = 0, new_epoch = 0;
-  std::vector<int> lost;  // original ranks lost in this recovery
+  std::vector<int> lost;  // ids of the members lost in this recovery
   int old_size = 0, new_size = 0;
   int new_rank = 0;             // this process's rank in the new membership
   double recovery_seconds = 0;  // failure noticed -> membership rebuilt, of which:
@@ -52,10 +61,12 @@ class Communicator {
 
   int rank() const;
   int size() const;
-  std::uint64_t epoch() const;                  // increases by one per recovery
-  int world_rank() const;                       // this process's original rank
-  const std::vector<int>& world_ranks() const;  // original rank of each member
-  std::uint64_t collectives_called() const;     // collective calls so far
+  std::uint64_t epoch() const;                 // increases by one per recovery
+  int member_id() const;                       // this process's member id
+  const std::vector<int>& member_ids() const;  // member id of each rank
+  [[deprecated("use member_id()")]] int world_rank() const { return member_id(); }
+  [[deprecated("use member_ids()")]] const std::vector<int>& world_ranks() const { return member_ids(); }
+  std::uint64_t collectives_called() const;  // collective calls so far
 
   // Out of place (input and output must not overlap) and in place.
   CollectiveResult allreduce(const void* input, void* output, std::size_t count, DataType type, ReduceOp op);
@@ -90,28 +101,26 @@ class Communicator {
   std::unique_ptr<Impl> impl_;
 };
 
-// Runtime settings; each defaults to its RINGMEND_* environment variable
-// (see docs/environment.md), which default as documented there.
-struct Options {
-  bool read_environment = true;
-};
-
 class Runtime {
  public:
   // Initialises MPI (MPI_THREAD_SERIALIZED) unless it already is, installs
   // error handlers that return, and connects the world communicator.
+  // `options` sets any setting in code (core/options.hpp); what it leaves
+  // unset comes from the RINGMEND_* variables (docs/environment.md).
   Runtime(int* argc, char*** argv, Options options = {});
   ~Runtime();  // bounded: never hangs in MPI_Finalize after failures
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
   Communicator& world();
+  const Settings& settings() const;            // every setting, as resolved
   bool fault_tolerant() const;                 // ULFM built in and enabled at launch
   std::string fault_tolerance_status() const;  // one line explaining the above
 
   struct Impl;
 
  private:
+  void start(int* argc, char*** argv, const Options& options);
   std::unique_ptr<Impl> impl_;
 };
 

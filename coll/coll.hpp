@@ -1,0 +1,28 @@
+// coll/ — the collective algorithms (depends on transport/ and core/).
+//
+// What this folder offers the layers above:
+//   * algorithm.hpp: what an algorithm is (when it applies, the peers it
+//     needs, whether a call can end on some ranks only), and what it runs
+//     over: coll::Layout (the epoch's plan in ranks) and coll::Channels;
+//   * one header per algorithm: ring_allreduce.hpp, recursive_doubling.hpp,
+//     shm_allreduce.hpp (one-shot and pipelined, shared memory inside a node
+//     and rails across), chain_broadcast.hpp; ring_stream.hpp is the
+//     non-blocking ring the pipelined path runs between nodes;
+//   * selector.hpp: every algorithm in order of preference, the choice per
+//     call, and the peers an epoch must connect;
+//   * wire_header.hpp: the header every call opens with (one builder, one
+//     check), ring.hpp (positions, neighbours, the ring schedule),
+//     attempt.hpp (abandon the channel when an algorithm fails),
+//     reduce_kernels.hpp (the element-wise reductions).
+// A new algorithm: a header and source here, and a line in selector.cpp.
+#pragma once
+
+#include "coll/algorithm.hpp"
+#include "coll/chain_broadcast.hpp"
+#include "coll/recursive_doubling.hpp"
+#include "coll/reduce_kernels.hpp"
+#include "coll/ring_allreduce.hpp"
+#include "coll/ring_stream.hpp"
+#include "coll/selector.hpp"
+#include "coll/shm_allreduce.hpp"
+#include "coll/wire_header.hpp"

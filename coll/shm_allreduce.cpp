@@ -1,0 +1,251 @@
+#include "coll/shm_allreduce.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+
+#include "coll/attempt.hpp"
+#include "coll/recursive_doubling.hpp"
+#include "coll/reduce_kernels.hpp"
+#include "coll/ring.hpp"
+#include "coll/ring_stream.hpp"
+#include "ringmend/core/sizes.hpp"
+#include "transport/shm_node.hpp"
+
+namespace ringmend::coll {
+namespace {
+
+using namespace transport;
+
+WireHeader& descriptor(const ShmNode& node, int r, std::uint64_t call) {
+  return *reinterpret_cast<WireHeader*>(node.small_slot(r, call));
+}
+
+// Posts this rank's descriptor (and, on the one-shot path, its data) for
+// `call` and checks every node peer's against it.
+void post_and_check(ShmNode& node, const Layout& h, const AllreduceArgs& a, AlgorithmId path,
+                    std::uint64_t call, WaitContext& ctx) {
+  const int me = node.local();
+  // My slot of this parity was last read in call-2: wait until every peer
+  // has finished that call.
+  if (call > 2) shm_wait(node, ctx, [&] { return node.all_at_least(&ShmRankControl::done, call - 2); });
+  WireHeader& mine = descriptor(node, me, call);
+  mine = header_of(a, path);
+  if (path == AlgorithmId::ShmOneShot)
+    std::memcpy(node.small_data(me, call), a.input, a.count * size_of(a.type));
+  node.control(me).posted.publish(call);
+  shm_wait(node, ctx, [&] { return node.all_at_least(&ShmRankControl::posted, call); });
+  for (int r = 0; r < node.size(); ++r) {
+    if (r == me) continue;
+    const WireHeader& theirs = descriptor(node, r, call);
+    const int peer = h.local_ranks[static_cast<std::size_t>(r)];
+    if (std::string why = describe_mismatch(mine, theirs, peer); !why.empty()) throw Mismatch(why);
+  }
+}
+
+void one_shot(ShmNode& node, Channel* inter, const Layout& h, const AllreduceArgs& a, std::uint64_t call,
+              WaitContext& ctx) {
+  const int n = node.size();
+  const std::size_t bytes = a.count * size_of(a.type);
+  // No allocation on the latency path for nodes of up to kInline ranks.
+  constexpr int kInline = 64;
+  std::array<const void*, kInline> inline_srcs;
+  std::vector<const void*> heap_srcs(n > kInline ? static_cast<std::size_t>(n) : 0);
+  const void** srcs = n > kInline ? heap_srcs.data() : inline_srcs.data();
+  for (int r = 0; r < n; ++r) srcs[r] = node.small_data(r, call);
+  ctx.on_phase(Phase::ReduceScatter, 0);
+  reduce_many(a.output, srcs, static_cast<std::size_t>(n), a.count, a.type, a.op);
+  if (!h.multi_node()) {
+    retain_part(a, 0, bytes);
+    return;
+  }
+  ctx.on_phase(Phase::Allgather, 0);
+  if (node.local() == 0) {
+    AllreduceArgs across = a;
+    across.input = a.output;
+    across.retain = nullptr;
+    recursive_doubling_allreduce(*inter, h.leaders, across, ctx, AlgorithmId::ShmOneShot);
+    std::memcpy(node.result_slot(0, call), a.output, bytes);
+    node.control(0).result.publish(call);
+  } else {
+    shm_wait(node, ctx, [&] { return node.control(0).result.load() >= call; });
+    std::memcpy(a.output, node.result_slot(0, call), bytes);
+  }
+  retain_part(a, 0, bytes);
+}
+
+void pipelined(ShmNode& node, Channel* inter, const Layout& h, const AllreduceArgs& a, WaitContext& ctx) {
+  const std::size_t esize = size_of(a.type);
+  const std::size_t chunk_elems = node.layout().chunk_bytes / esize;
+  const std::size_t chunks = (a.count + chunk_elems - 1) / chunk_elems;
+  const std::size_t depth = node.layout().depth;
+  const int me = node.local();
+  const int n = node.size();
+  const bool multi = h.multi_node();
+  const int slices = multi ? h.rails : n;
+  const bool owner = me < slices;
+  const std::uint64_t g0 = node.chunks_used;
+  const auto* in = static_cast<const std::byte*>(a.input);
+  auto* out = static_cast<std::byte*>(a.output);
+
+  auto chunk_of = [&](std::size_t c) {
+    const std::size_t offset = c * chunk_elems;
+    return Range{offset, std::min(chunk_elems, a.count - offset)};
+  };
+  // Slice r of chunk c, relative to the chunk.
+  auto slice_of = [&](std::size_t c, int r) {
+    return split(chunk_of(c).count, static_cast<std::size_t>(slices), static_cast<std::size_t>(r));
+  };
+  // With several nodes an owner's slices cross the nodes on its rail while
+  // it goes on with the next chunks: one staging buffer per piece in flight.
+  std::optional<RingStream> across;
+  std::vector<std::byte> stage;
+  const std::size_t stage_bytes = (chunk_elems / static_cast<std::size_t>(slices) + 1) * esize;
+  if (multi && owner) {
+    across.emplace(*inter, h.rail_ring, a, depth, AlgorithmId::ShmPipelined);
+    stage.resize(depth * stage_bytes);
+  }
+  std::vector<const void*> srcs(static_cast<std::size_t>(n));
+
+  std::size_t next_in = 0, next_reduce = 0, next_out = 0;
+  std::uint64_t next_across = 0;  // pieces whose trip across the nodes is over
+  ShmBackoff backoff(node, ctx);
+  std::optional<Interrupted> failure;
+  while (next_out < chunks) {
+    bool moved = false;
+    // Reduce my slice of the oldest chunk whose inputs are all there: peers
+    // wait for it, so it goes first.
+    if (next_reduce < next_in) {
+      const std::uint64_t g = g0 + next_reduce;
+      if (!owner) {
+        node.control(me).out_ready.publish(g + 1);
+        ++next_reduce;
+        moved = true;
+      } else if ((!across || !across->full()) && node.all_at_least(&ShmRankControl::in_ready, g + 1)) {
+        ctx.on_phase(Phase::ReduceScatter, static_cast<int>(next_reduce));
+        const Range s = slice_of(next_reduce, me);
+        const std::size_t off = s.offset * esize;
+        const std::size_t at = (chunk_of(next_reduce).offset + s.offset) * esize;  // in the message
+        // My own contribution straight from my input (it was never copied
+        // in), the peers' from their buffers, in a fixed order.
+        srcs[0] = in + at;
+        for (int r = 0, i = 1; r < n; ++r)
+          if (r != me) srcs[static_cast<std::size_t>(i++)] = node.chunk(r, g) + off;
+        if (!multi) {
+          // Into my output, then (still in cache) into my buffer for the peers.
+          reduce_many(out + at, srcs.data(), srcs.size(), s.count, a.type, a.op);
+          std::memcpy(node.chunk(me, g) + off, out + at, s.count * esize);
+        } else {
+          // Reduce the node's part, then send it around the rail; the slice
+          // is ready for the node once the stream has finished it.
+          std::byte* staged = stage.data() + (next_reduce % depth) * stage_bytes;
+          reduce_many(staged, srcs.data(), srcs.size(), s.count, a.type, a.op);
+          across->start(staged, node.chunk(me, g) + off, s.count);
+        }
+        if (!across) node.control(me).out_ready.publish(g + 1);
+        ++next_reduce;
+        moved = true;
+      }
+    }
+    if (across) {
+      moved |= across->advance();
+      while (next_across < across->finished()) node.control(me).out_ready.publish(g0 + ++next_across);
+    }
+    // Copy the next input chunk in once every rank is done with the chunk
+    // that last used this buffer.
+    if (next_in < chunks && next_in < next_out + depth) {
+      const std::uint64_t g = g0 + next_in;
+      if (g < depth || node.all_at_least(&ShmRankControl::copied, g - depth + 1)) {
+        const Range c = chunk_of(next_in);
+        // The peers need my input except the slice I reduce myself.
+        const Range mine = owner ? slice_of(next_in, me) : Range{c.count, 0};
+        std::memcpy(node.chunk(me, g), in + c.offset * esize, mine.offset * esize);
+        const std::size_t rest = mine.offset + mine.count;
+        std::memcpy(node.chunk(me, g) + rest * esize, in + (c.offset + rest) * esize,
+                    (c.count - rest) * esize);
+        node.control(me).in_ready.publish(g + 1);
+        ++next_in;
+        moved = true;
+      }
+    }
+    // Copy the chunk out once every slice of it is reduced.
+    if (next_out < next_reduce) {
+      const std::uint64_t g = g0 + next_out;
+      bool ready = true;
+      for (int r = 0; r < slices && ready; ++r) ready = node.control(r).out_ready.load() >= g + 1;
+      if (ready) {
+        ctx.on_phase(Phase::Allgather, static_cast<int>(next_out));
+        const Range c = chunk_of(next_out);
+        for (int r = 0; r < slices; ++r) {
+          if (r == me && !multi) continue;  // reduced straight into my output
+          const Range s = slice_of(next_out, r);
+          std::memcpy(out + (c.offset + s.offset) * esize, node.chunk(r, g) + s.offset * esize,
+                      s.count * esize);
+        }
+        retain_part(a, c.offset * esize, c.count * esize);
+        node.control(me).copied.publish(g + 1);
+        ++next_out;
+        moved = true;
+      }
+    }
+    // A failure noticed while idle ends the call only if nothing can move
+    // any more (a peer may exit once it has done its part).
+    if (moved) {
+      backoff.reset();
+      failure.reset();
+    } else if (failure) {
+      throw *failure;
+    } else {
+      try {
+        backoff.idle();
+      } catch (const Interrupted& e) {
+        failure = e;
+      }
+    }
+  }
+  if (across) across->finish(ctx);
+  node.chunks_used = g0 + chunks;
+}
+
+}  // namespace
+
+void shm_allreduce(AlgorithmId path, ShmNode& node, Channel* inter, const Layout& layout,
+                   const AllreduceArgs& a, WaitContext& ctx) {
+  if (layout.multi_node() && inter == nullptr)
+    throw std::logic_error("shared-memory allreduce across nodes without a channel");
+  if (path == AlgorithmId::ShmOneShot && a.bytes() > node.layout().small_bytes)
+    throw std::logic_error("one-shot allreduce larger than the node segment's small slots");
+  abandon_on_failure(inter, [&] {
+    ctx.on_phase(Phase::Start, 0);
+    const std::uint64_t call = ++node.calls;
+    post_and_check(node, layout, a, path, call, ctx);
+    if (path == AlgorithmId::ShmOneShot)
+      one_shot(node, inter, layout, a, call, ctx);
+    else
+      pipelined(node, inter, layout, a, ctx);
+    node.control(node.local()).done.publish(call);
+    ctx.on_phase(Phase::End, 0);
+  });
+}
+
+std::vector<int> ShmOneShotAllreduce::peers(const Layout& layout, int rank) const {
+  return recursive_doubling_peers(layout.leaders, rank);
+}
+
+void ShmOneShotAllreduce::run(const Call& call, const Channels& channels, const Layout& layout, const Tuning&,
+                              WaitContext& ctx) const {
+  shm_allreduce(id(), *channels.node, channels.inter, layout, call.allreduce, ctx);
+}
+
+std::vector<int> ShmPipelinedAllreduce::peers(const Layout& layout, int rank) const {
+  return ring_neighbours(layout.rail_ring, rank);
+}
+
+void ShmPipelinedAllreduce::run(const Call& call, const Channels& channels, const Layout& layout,
+                                const Tuning&, WaitContext& ctx) const {
+  shm_allreduce(id(), *channels.node, channels.inter, layout, call.allreduce, ctx);
+}
+
+}  // namespace ringmend::coll

@@ -1,0 +1,74 @@
+// Hierarchical allreduce: shared memory inside a node, UCX between nodes.
+//
+// Two algorithms (the selector picks by size). Every call starts with each
+// local rank posting a descriptor of its call in shared memory and checking
+// its node peers' (the shared-memory twin of the ring's wire header, naming
+// the algorithm). Then:
+//
+//  * ShmOneShot, small messages (<= small_bytes): one-shot. The data travels inline with the
+//    descriptor; every local rank reduces all node contributions itself;
+//    with several nodes the node leaders combine their node sums by
+//    recursive doubling over UCX and hand the result back through shared
+//    memory.
+//  * ShmPipelined, larger ones: pipelined over chunks. Each rank copies a chunk of its input
+//    into its chunk buffer, except the slice it reduces itself; the rank
+//    owning slice i of the chunk reduces it from its own input and every
+//    peer's buffer in one pass (reduce-scatter fused into the read); with
+//    several nodes, slice i is all-reduced across nodes on rail i (local
+//    rank i of every node) by the pipelined UCX ring; then every rank copies
+//    the other slices out (allgather). On one node the owner reduces
+//    straight into its output. Chunks flow through `depth` buffers, so a
+//    rank copies chunk c+1 in while peers still reduce chunk c.
+//
+// One node: shared memory only. When every node holds a single rank the
+// epoch has no node segments and the flat algorithms run instead.
+//
+// Failures: every wait polls the node peers' pidfds and the runtime's
+// WaitContext. A failure noticed while waiting ends the call only when
+// nothing can progress any more, so on one node the call completes
+// everywhere or nowhere: once any rank has finished, every slice is
+// reduced and every other live rank can finish too.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "coll/algorithm.hpp"
+
+namespace ringmend::coll {
+
+// Runs the shared-memory allreduce `path` (ShmOneShot or ShmPipelined) on
+// this node's segment; `inter` carries the inter-node traffic and may be
+// null on one node.
+void shm_allreduce(AlgorithmId path, transport::ShmNode& node, transport::Channel* inter,
+                   const Layout& layout, const AllreduceArgs& args, transport::WaitContext& ctx);
+
+class ShmOneShotAllreduce final : public Algorithm {
+ public:
+  AlgorithmId id() const override { return AlgorithmId::ShmOneShot; }
+  bool usable(const Layout& layout) const override { return layout.node_shm; }
+  bool applies(CollectiveKind kind, std::size_t bytes, const Layout&, const Tuning& tuning) const override {
+    return kind == CollectiveKind::Allreduce && bytes <= tuning.small_bytes;
+  }
+  // Node leaders combine their node's sums by recursive doubling.
+  std::vector<int> peers(const Layout& layout, int rank) const override;
+  bool completes_everywhere_or_nowhere(const Layout& layout) const override { return !layout.multi_node(); }
+  void run(const Call& call, const Channels& channels, const Layout& layout, const Tuning& tuning,
+           transport::WaitContext& ctx) const override;
+};
+
+class ShmPipelinedAllreduce final : public Algorithm {
+ public:
+  AlgorithmId id() const override { return AlgorithmId::ShmPipelined; }
+  bool usable(const Layout& layout) const override { return layout.node_shm; }
+  bool applies(CollectiveKind kind, std::size_t, const Layout&, const Tuning&) const override {
+    return kind == CollectiveKind::Allreduce;
+  }
+  // The ring neighbours on this rank's rail.
+  std::vector<int> peers(const Layout& layout, int rank) const override;
+  bool completes_everywhere_or_nowhere(const Layout& layout) const override { return !layout.multi_node(); }
+  void run(const Call& call, const Channels& channels, const Layout& layout, const Tuning& tuning,
+           transport::WaitContext& ctx) const override;
+};
+
+}  // namespace ringmend::coll

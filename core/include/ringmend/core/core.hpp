@@ -1,0 +1,17 @@
+// core/ — the bottom layer: the vocabulary every other folder shares.
+//
+// What this folder offers (nothing in it includes anything above it):
+//   * types.hpp: DataType, ReduceOp, size_of(), name_of(), data_type_of<T>;
+//   * error.hpp: Errc and Error, the one kind of failure callers see;
+//   * options.hpp: Options (what a program asks for) and Settings (every
+//     setting resolved from code, then RINGMEND_* variables, then the one set
+//     of defaults, validated in one place);
+//   * sizes.hpp: Range/split() and align_up().
+// The public headers (runtime/include/ringmend/ringmend.hpp) re-export what
+// applications need of it.
+#pragma once
+
+#include "ringmend/core/error.hpp"
+#include "ringmend/core/options.hpp"
+#include "ringmend/core/sizes.hpp"
+#include "ringmend/core/types.hpp"

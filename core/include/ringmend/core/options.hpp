@@ -1,0 +1,70 @@
+// Every setting of ringmend, in one place (part of the bottom layer, core/).
+//
+// `Options` is what a program asks for: each field left empty takes its
+// RINGMEND_* environment variable (unless read_environment is false), and
+// then the default written in `Settings` below. Options::resolve() does
+// this and validates every value in one place: a bad value set in code is
+// Error(InvalidArgument) naming the field, a bad variable
+// Error(BadEnvironment) naming the variable. The runtime, the tests and the
+// benchmarks all take their defaults from `Settings`, so a benchmark measures
+// the layout the runtime uses. docs/environment.md lists every variable.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "ringmend/core/sizes.hpp"
+
+namespace ringmend {
+
+// The resolved settings, with the one set of defaults.
+struct Settings {
+  // Collectives
+  std::size_t chunk_bytes = 256 * KiB;  // RINGMEND_CHUNK_BYTES: pipeline chunk of the flat ring and broadcast
+  std::size_t small_bytes = 16 * KiB;   // RINGMEND_SMALL_BYTES: one-shot (latency) path up to this size
+  double timeout_seconds = 300;         // RINGMEND_TIMEOUT: one collective, 0 = none
+  // Membership
+  double recovery_timeout_seconds = 120;  // RINGMEND_RECOVERY_TIMEOUT
+  double finalize_timeout_seconds = 10;   // RINGMEND_FINALIZE_TIMEOUT
+  // Shared memory inside a node
+  bool shm = true;                          // RINGMEND_SHM=0: UCX even inside a node
+  std::size_t shm_chunk_bytes = 256 * KiB;  // RINGMEND_SHM_CHUNK_BYTES: shared-memory pipeline chunk
+  std::size_t shm_depth = 4;                // RINGMEND_SHM_DEPTH: chunk buffers per rank (pipeline depth)
+  // The point-to-point rings between local ranks (broadcast, catch-up): a
+  // pair's ring is mapped when the pair first talks. Streaming 64 KiB - 4 MiB
+  // messages on a 2-core AMD EPYC VM, 128 KiB x 8 slots moved 1-4 MiB ~10 %
+  // faster than 64 KiB x 4; the runtime keeps the smaller ring, since a node
+  // of n ranks has n(n-1) of them (4 x 64 KiB: ~14 MiB for 8 ranks).
+  std::size_t shm_p2p_slot_bytes = 64 * KiB;  // RINGMEND_SHM_P2P_SLOT_BYTES: slot of a point-to-point ring
+  std::size_t shm_p2p_slots = 4;              // RINGMEND_SHM_P2P_SLOTS: slots per point-to-point ring
+  double shm_open_timeout_seconds = 30;       // RINGMEND_SHM_OPEN_TIMEOUT: wait for the node's segment
+  // Diagnostics
+  bool verbose = false;      // RINGMEND_VERBOSE=1: log recovery steps
+  bool debug_topo = false;   // RINGMEND_DEBUG=topo: print the plan of every epoch
+  std::string fault_spec;    // RINGMEND_FAULT (see docs/environment.md)
+  std::string fault_record;  // RINGMEND_FAULT_RECORD: file for kill times
+};
+
+// What a program asks for; see the top of this file.
+struct Options {
+  std::optional<std::size_t> chunk_bytes, small_bytes;
+  std::optional<double> timeout_seconds, recovery_timeout_seconds, finalize_timeout_seconds;
+  std::optional<bool> shm;
+  std::optional<std::size_t> shm_chunk_bytes, shm_depth, shm_p2p_slot_bytes, shm_p2p_slots;
+  std::optional<double> shm_open_timeout_seconds;
+  std::optional<bool> verbose, debug_topo;
+  std::optional<std::string> fault_spec, fault_record;
+  bool read_environment = true;
+
+  // Code first, then the environment, then the defaults; validated.
+  Settings resolve() const;
+};
+
+// Parsers of environment values, exposed for the unit tests. Each throws
+// Error(BadEnvironment) naming `name`.
+std::size_t parse_size(const std::string& name, const std::string& value);  // 64K, 1M, 1048576
+double parse_seconds(const std::string& name, const std::string& value);
+bool parse_bool(const std::string& name, const std::string& value);
+
+}  // namespace ringmend

@@ -1,0 +1,170 @@
+#include "ringmend/core/options.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <sstream>
+
+#include "ringmend/core/error.hpp"
+
+namespace ringmend {
+namespace {
+
+[[noreturn]] void bad(const std::string& name, const std::string& value, const std::string& expected) {
+  throw Error(Errc::BadEnvironment, name + "='" + value + "' is not valid: expected " + expected);
+}
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+template <class T>
+std::string text_of(const T& v) {
+  std::ostringstream s;
+  s << std::boolalpha << v;
+  return s.str();
+}
+
+// One setting: the value set in code if any, else the variable's, else the
+// default already in `out`; every source is checked by `valid`.
+template <class T>
+struct Source {
+  bool read_environment;
+
+  void take(T& out, const std::optional<T>& given, const char* field, const char* variable,
+            const std::function<T(const std::string&, const std::string&)>& parse,
+            const std::function<bool(const T&)>& valid, const std::string& expected) const {
+    if (given) {
+      if (!valid(*given))
+        throw Error(Errc::InvalidArgument, std::string("Options::") + field + " = " + text_of(*given) +
+                                               " is not valid: expected " + expected);
+      out = *given;
+      return;
+    }
+    if (!read_environment) return;
+    if (auto v = env(variable)) {
+      T parsed = parse(variable, *v);
+      if (!valid(parsed)) bad(variable, *v, expected);
+      out = parsed;
+    }
+  }
+};
+
+auto size_between(std::size_t lo, std::size_t hi) {
+  return [lo, hi](const std::size_t& v) { return v >= lo && v <= hi; };
+}
+bool non_negative(const double& v) { return std::isfinite(v) && v >= 0; }
+bool any_bool(const bool&) { return true; }
+
+// RINGMEND_DEBUG: a comma-separated list of subsystems.
+bool parse_debug_topo(const std::string& name, const std::string& value) {
+  bool topo = false;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    const std::size_t end = std::min(value.find(',', start), value.size());
+    const std::string item = value.substr(start, end - start);
+    if (item == "topo")
+      topo = true;
+    else if (!item.empty())
+      bad(name, value, "a comma-separated list of: topo");
+    start = end + 1;
+  }
+  return topo;
+}
+
+std::string parse_text(const std::string&, const std::string& value) { return value; }
+bool any_text(const std::string&) { return true; }
+
+}  // namespace
+
+std::size_t parse_size(const std::string& name, const std::string& value) {
+  const std::string expected = "a positive byte count such as 65536, 64K or 1M";
+  std::size_t i = 0;
+  unsigned long long n = 0;
+  if (value.empty() || !std::isdigit(static_cast<unsigned char>(value[0]))) bad(name, value, expected);
+  while (i < value.size() && std::isdigit(static_cast<unsigned char>(value[i]))) {
+    if (n > (1ULL << 50)) bad(name, value, expected);
+    n = n * 10 + static_cast<unsigned>(value[i++] - '0');
+  }
+  std::string suffix = value.substr(i);
+  if (suffix == "K" || suffix == "k" || suffix == "KiB")
+    n <<= 10;
+  else if (suffix == "M" || suffix == "m" || suffix == "MiB")
+    n <<= 20;
+  else if (suffix == "G" || suffix == "g" || suffix == "GiB")
+    n <<= 30;
+  else if (!suffix.empty())
+    bad(name, value, expected);
+  if (n == 0) bad(name, value, expected);
+  return static_cast<std::size_t>(n);
+}
+
+double parse_seconds(const std::string& name, const std::string& value) {
+  char* end = nullptr;
+  double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(v) || v < 0)
+    bad(name, value, "a non-negative number of seconds");
+  return v;
+}
+
+bool parse_bool(const std::string& name, const std::string& value) {
+  if (value == "1" || value == "yes" || value == "true" || value == "on") return true;
+  if (value == "0" || value == "no" || value == "false" || value == "off" || value.empty()) return false;
+  bad(name, value, "1/0, yes/no, true/false or on/off");
+}
+
+namespace {
+
+// A count written without a unit (RINGMEND_SHM_DEPTH=4).
+std::size_t parse_count(const std::string& name, const std::string& value) {
+  if (value.empty() || !std::all_of(value.begin(), value.end(), [](char c) { return std::isdigit(c); }) ||
+      value.size() > 9)
+    bad(name, value, "a positive whole number");
+  return static_cast<std::size_t>(std::stoul(value));
+}
+
+}  // namespace
+
+Settings Options::resolve() const {
+  Settings s;
+  const Source<std::size_t> sizes{read_environment};
+  const Source<double> seconds{read_environment};
+  const Source<bool> flags{read_environment};
+  const Source<std::string> texts{read_environment};
+  const char* const positive_seconds = "a non-negative number of seconds";
+
+  sizes.take(s.chunk_bytes, chunk_bytes, "chunk_bytes", "RINGMEND_CHUNK_BYTES", parse_size,
+             size_between(4 * KiB, 1024 * MiB), "a size between 4K and 1G");
+  sizes.take(s.small_bytes, small_bytes, "small_bytes", "RINGMEND_SMALL_BYTES", parse_size,
+             size_between(0, 1 * MiB), "a size up to 1M");
+  seconds.take(s.timeout_seconds, timeout_seconds, "timeout_seconds", "RINGMEND_TIMEOUT", parse_seconds,
+               non_negative, positive_seconds);
+  seconds.take(s.recovery_timeout_seconds, recovery_timeout_seconds, "recovery_timeout_seconds",
+               "RINGMEND_RECOVERY_TIMEOUT", parse_seconds, non_negative, positive_seconds);
+  seconds.take(s.finalize_timeout_seconds, finalize_timeout_seconds, "finalize_timeout_seconds",
+               "RINGMEND_FINALIZE_TIMEOUT", parse_seconds, non_negative, positive_seconds);
+  flags.take(s.shm, shm, "shm", "RINGMEND_SHM", parse_bool, any_bool, "a boolean");
+  sizes.take(s.shm_chunk_bytes, shm_chunk_bytes, "shm_chunk_bytes", "RINGMEND_SHM_CHUNK_BYTES", parse_size,
+             size_between(4 * KiB, 64 * MiB), "a size between 4K and 64M");
+  sizes.take(s.shm_depth, shm_depth, "shm_depth", "RINGMEND_SHM_DEPTH", parse_count, size_between(1, 64),
+             "a number of chunk buffers between 1 and 64");
+  sizes.take(s.shm_p2p_slot_bytes, shm_p2p_slot_bytes, "shm_p2p_slot_bytes", "RINGMEND_SHM_P2P_SLOT_BYTES",
+             parse_size, size_between(4 * KiB, 64 * MiB), "a size between 4K and 64M");
+  sizes.take(s.shm_p2p_slots, shm_p2p_slots, "shm_p2p_slots", "RINGMEND_SHM_P2P_SLOTS", parse_count,
+             size_between(2, 1024), "a number of slots between 2 and 1024");
+  seconds.take(s.shm_open_timeout_seconds, shm_open_timeout_seconds, "shm_open_timeout_seconds",
+               "RINGMEND_SHM_OPEN_TIMEOUT", parse_seconds, non_negative, positive_seconds);
+  flags.take(s.verbose, verbose, "verbose", "RINGMEND_VERBOSE", parse_bool, any_bool, "a boolean");
+  flags.take(s.debug_topo, debug_topo, "debug_topo", "RINGMEND_DEBUG", parse_debug_topo, any_bool,
+             "a comma-separated list of: topo");
+  texts.take(s.fault_spec, fault_spec, "fault_spec", "RINGMEND_FAULT", parse_text, any_text, "a rule list");
+  texts.take(s.fault_record, fault_record, "fault_record", "RINGMEND_FAULT_RECORD", parse_text, any_text,
+             "a file name");
+  return s;
+}
+
+}  // namespace ringmend

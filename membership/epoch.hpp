@@ -1,0 +1,44 @@
+// One membership epoch: who the members are, how they are placed, and the
+// channels they talk over. Made only by the EpochBuilder; replaced whole by
+// the next epoch after every membership change.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "coll/algorithm.hpp"
+#include "membership/member.hpp"
+#include "topo/plan.hpp"
+#include "transport/fabric.hpp"
+#include "ulfm/ulfm.hpp"
+
+namespace ringmend::membership {
+
+struct Epoch {
+  std::uint64_t number = 0;       // 0 for the first, +1 per change
+  ulfm::CommHandle ctrl;          // the members' control communicator (MPI, ULFM)
+  int rank = 0, size = 0;         // this process in ctrl
+  std::vector<MemberId> members;  // member id of every rank
+  std::vector<MemberInfo> infos;  // what every member said when the epoch was built
+  MemberId next_id = 0;           // the id the next joiner will get
+  topo::Plan plan;
+  coll::Layout layout;  // the plan, as the algorithms see it
+  std::unique_ptr<transport::Fabric> fabric;
+  std::unique_ptr<ulfm::FailureMonitor> monitor;
+  bool oversubscribed = false;  // more ranks on this machine than CPUs to run them
+  bool ready = false;           // every step done and agreed by every member
+
+  MemberId my_id() const { return members.at(static_cast<std::size_t>(rank)); }
+  coll::Channels channels() const {
+    if (!fabric) return {};
+    return {fabric->node(), fabric->inter(), fabric->flat()};
+  }
+  // Stops using the channels after a failure (they stay open; see Fabric::retire).
+  void retire() {
+    monitor.reset();
+    if (fabric) fabric->retire();
+  }
+};
+
+}  // namespace ringmend::membership

@@ -1,0 +1,248 @@
+#include "membership/epoch_builder.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "coll/selector.hpp"
+#include "membership/address_exchange.hpp"
+#include "ringmend/core/error.hpp"
+
+namespace ringmend::membership {
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The kernel's boot id identifies a machine (hashed to 64 bits); 0 when unreadable.
+std::uint64_t machine_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id.empty() ? 0 : std::hash<std::string>{}(id) | 1;
+}
+
+}  // namespace
+
+void MemberInfo::set_error(const std::string& text) {
+  std::snprintf(error, sizeof error, "%s", text.c_str());
+}
+
+const char* name_of(BuildStep step) {
+  switch (step) {
+    case BuildStep::Exchange:
+      return "exchange";
+    case BuildStep::Plan:
+      return "plan";
+    case BuildStep::Fabric:
+      return "fabric";
+    case BuildStep::Agreement:
+      return "agreement";
+  }
+  return "?";
+}
+
+EpochBuilder::EpochBuilder(const Settings& settings, transport::UcxContext& ucx, MPI_Comm parent,
+                           const topo::Location& where)
+    : settings_(settings), ucx_(ucx), parent_(parent), where_(where) {}
+
+void EpochBuilder::step_done(BuildStep step, const Epoch& e) {
+  const double t = now_seconds();
+  char text[64];
+  std::snprintf(text, sizeof text, "%s%s %.1f ms", laps_.empty() ? "" : ", ", name_of(step),
+                (t - lap_start_) * 1e3);
+  laps_ += text;
+  lap_start_ = t;
+  if (after_step) after_step(step, e);
+}
+
+std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transition, MemberInfo mine) {
+  auto e = std::make_unique<Epoch>();
+  laps_.clear();
+  lap_start_ = now_seconds();
+  const bool start = std::holds_alternative<Start>(transition);
+  if (start) {
+    MPI_Comm dup = MPI_COMM_NULL;
+    if (int rc = MPI_Comm_dup(parent_, &dup); rc != MPI_SUCCESS)
+      throw Error(Errc::Internal, "MPI_Comm_dup failed: " + ulfm::error_string(rc));
+    e->ctrl = ulfm::CommHandle(dup);
+  } else if (auto* shrink = std::get_if<Shrink>(&transition)) {
+    e->ctrl = std::move(shrink->survivors);
+  } else {
+    e->ctrl = std::move(std::get<Grow>(transition).grown);
+  }
+  MPI_Comm comm = e->ctrl.get();
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm, &e->rank);
+  MPI_Comm_size(comm, &e->size);
+
+  bool ok = exchange(*e, from, mine, start);
+  step_done(BuildStep::Exchange, *e);
+  std::string shm_error;
+  bool want_shm = false;
+  if (ok) {
+    plan(*e, settings_.shm);
+    want_shm = e->layout.node_shm;
+    step_done(BuildStep::Plan, *e);
+    ok = connect(*e, shm_error);
+    step_done(BuildStep::Fabric, *e);
+  }
+  if (!ok) ulfm::revoke(comm);  // make sure nobody waits for this rank
+  // Agreement makes the outcome uniform: either every member goes on with
+  // this epoch, or every member builds again. Bit 1: this rank is ready;
+  // bit 2: it has the shared memory its plan asked for.
+  int flag = (ok ? 1 : 0) | (want_shm && shm_error.empty() ? 2 : 0);
+  int rc = ulfm::agree(comm, flag);
+  if (e->fabric) e->fabric->unlink_names();  // every local rank has attached, or given up
+  if (rc == MPI_SUCCESS && (flag & 1) && want_shm && !(flag & 2)) {
+    // Some node could not open its shared memory: the same members, flat.
+    if (!shm_error.empty() || e->rank == 0)
+      std::fprintf(stderr, "ringmend: shared memory unavailable (%s); using UCX inside nodes too\n",
+                   shm_error.empty() ? "on another node" : shm_error.c_str());
+    e->fabric.reset();
+    plan(*e, false);
+    ok = connect(*e, shm_error);
+    if (!ok) ulfm::revoke(comm);
+    flag = ok ? 1 : 0;
+    rc = ulfm::agree(comm, flag);
+  }
+  step_done(BuildStep::Agreement, *e);
+  e->ready = rc == MPI_SUCCESS && (flag & 1);
+  if (!e->ready) return e;
+  e->monitor = std::make_unique<ulfm::FailureMonitor>(comm);
+  if (settings_.debug_topo && e->rank == 0) {
+    std::vector<topo::Location> where;
+    for (const auto& i : e->infos) where.push_back(i.where);
+    std::fprintf(stderr, "[ringmend topo] epoch %llu, %s data path\n%s",
+                 static_cast<unsigned long long>(e->number),
+                 e->layout.node_shm ? "hierarchical (shared memory + UCX rails)" : "flat UCX ring",
+                 topo::describe(e->plan, where, e->members).c_str());
+  }
+  return e;
+}
+
+bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start) {
+  MPI_Comm comm = e.ctrl.get();
+  int world_rank = 0, world_size = 0;
+  MPI_Comm_rank(parent_, &world_rank);
+  MPI_Comm_size(parent_, &world_size);
+  mine.id = from ? from->my_id() : start ? world_rank : kNoMember;
+  mine.next_id = from ? from->next_id : start ? world_size : 0;
+  mine.epoch = from ? from->number : 0;
+  mine.pid = static_cast<std::int32_t>(::getpid());
+  mine.nonce = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  mine.where = where_;
+  mine.machine = machine_id();
+  // Ranks sharing a node, from MPI (not from host names, which two "nodes"
+  // of one machine may share).
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, e.rank, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    return false;
+  {
+    ulfm::CommHandle node_comm(node);
+    ulfm::GroupHandle node_group, group;
+    MPI_Comm_group(node, node_group.out());
+    MPI_Comm_group(comm, group.out());
+    int first = 0;
+    MPI_Group_translate_ranks(node_group.get(), 1, &first, group.get(), &mine.node_key);
+  }
+  e.infos.assign(static_cast<std::size_t>(e.size), MemberInfo{});
+  if (MPI_Allgather(&mine, sizeof mine, MPI_BYTE, e.infos.data(), sizeof mine, MPI_BYTE, comm) != MPI_SUCCESS)
+    return false;
+  // Ids: kept by members, new ones for joiners in rank order; the epoch
+  // number follows the newest epoch any member comes from.
+  std::uint64_t newest = 0;
+  MemberId next = 0;
+  for (const auto& i : e.infos) {
+    newest = std::max(newest, i.epoch);
+    next = std::max(next, i.next_id);
+  }
+  e.members.resize(static_cast<std::size_t>(e.size));
+  for (std::size_t r = 0; r < e.infos.size(); ++r) {
+    if (e.infos[r].id == kNoMember) e.infos[r].id = next++;
+    e.members[r] = e.infos[r].id;
+  }
+  e.next_id = next;
+  e.number = start ? 0 : newest + 1;
+  return true;
+}
+
+void EpochBuilder::plan(Epoch& e, bool allow_shm) {
+  std::vector<int> node_of(static_cast<std::size_t>(e.size));
+  std::vector<topo::Location> where(static_cast<std::size_t>(e.size));
+  for (std::size_t i = 0; i < node_of.size(); ++i) {
+    node_of[i] = e.infos[i].node_key;
+    where[i] = e.infos[i].where;
+  }
+  e.plan = topo::make_plan(node_of, where, e.rank);
+  // Two "nodes" may be one machine (the local Slurm cluster): count ranks per
+  // machine, not per node.
+  const auto mine = e.infos[static_cast<std::size_t>(e.rank)].machine;
+  const auto here =
+      std::count_if(e.infos.begin(), e.infos.end(), [&](const MemberInfo& s) { return s.machine == mine; });
+  e.oversubscribed = here > static_cast<long>(std::thread::hardware_concurrency());
+
+  coll::Layout& l = e.layout;
+  l = {};
+  l.ring = e.plan.ring;
+  const bool some_node_shared = std::any_of(e.plan.nodes.begin(), e.plan.nodes.end(),
+                                            [](const std::vector<int>& n) { return n.size() > 1; });
+  l.node_shm = allow_shm && some_node_shared;
+  if (!l.node_shm) return;
+  l.local_ranks = e.plan.nodes[static_cast<std::size_t>(e.plan.node)];
+  for (std::size_t i = 0; i < e.plan.nodes.size(); ++i)
+    l.leaders.push_back(e.plan.leader(static_cast<int>(i)));
+  if (e.plan.rail >= 0) l.rail_ring = e.plan.rails[static_cast<std::size_t>(e.plan.rail)];
+  l.rails = static_cast<int>(e.plan.rails.size());
+}
+
+bool EpochBuilder::connect(Epoch& e, std::string& shm_error) {
+  MPI_Comm comm = e.ctrl.get();
+  transport::FabricSpec spec;
+  spec.rank = e.rank;
+  spec.size = e.size;
+  spec.epoch = static_cast<std::uint32_t>(e.number + 1);
+  spec.peers = coll::peers_needed(e.layout, e.rank);
+  spec.node_shm = e.layout.node_shm;
+  if (spec.node_shm) {
+    spec.local_ranks = e.layout.local_ranks;
+    for (int r : spec.local_ranks) spec.local_pids.push_back(e.infos[static_cast<std::size_t>(r)].pid);
+    const MemberInfo& leader = e.infos[static_cast<std::size_t>(spec.local_ranks.front())];
+    char name[96];
+    std::snprintf(name, sizeof name, "/ringmend-%d-%016llx-e%llu", leader.pid,
+                  static_cast<unsigned long long>(leader.nonce), static_cast<unsigned long long>(e.number));
+    spec.segment_name = name;
+    const int local = static_cast<int>(spec.local_ranks.size());
+    spec.node_layout = transport::ShmLayout::make(local, settings_.shm_chunk_bytes, settings_.shm_depth,
+                                                  settings_.small_bytes);
+    spec.p2p_layout =
+        transport::ShmChannelLayout::make(local, settings_.shm_p2p_slot_bytes, settings_.shm_p2p_slots);
+    spec.open_timeout_seconds = settings_.shm_open_timeout_seconds;
+    spec.give_up = [comm] {
+      // The probe drives MPI's progress, which is how a revocation or a
+      // failure notice arrives.
+      int flag = 0;
+      return MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+             ulfm::is_revoked(comm);
+    };
+  }
+  e.fabric = std::make_unique<transport::Fabric>(ucx_, std::move(spec));
+  shm_error = e.fabric->open_node();
+  // Peers are exchanged with whatever the node's memory gave: the epoch is
+  // built again without shared memory if any rank lacks it.
+  const std::vector<int>& remote = e.fabric->remote_peers();
+  std::vector<std::vector<std::byte>> addresses;
+  if (!remote.empty() && !exchange_addresses(comm, remote, e.fabric->local_address(), addresses))
+    return false;
+  if (!shm_error.empty()) return true;  // connected to nobody: the agreement sends everyone round again
+  e.fabric->connect(addresses);
+  return true;
+}
+
+}  // namespace ringmend::membership

@@ -1,0 +1,89 @@
+// The one way a membership epoch is made, from a transition, in named steps:
+//
+//   1. exchange   every member tells the others who and where it is, and
+//                 where its collectives stand (MemberInfo, one allgather);
+//                 ids are kept, joiners get new ones
+//   2. plan       the topology plan (topo/), computed alike everywhere, and
+//                 the algorithms' view of it (coll::Layout)
+//   3. fabric     the channels this rank's algorithms need (transport/
+//                 fabric.hpp): the node's shared memory, UCX endpoints to
+//                 the remote peers only, addresses fetched from those peers
+//   4. agreement  a fault-tolerant agreement: every member goes on with this
+//                 epoch, or every member learns that it failed
+//
+// The same steps serve every transition: the first epoch (Start), the
+// survivors of a failure (Shrink) and an epoch that admits joiners (Grow).
+// A failure at any step, start-up included, returns an epoch that is not
+// ready; the caller shrinks its control communicator and builds again.
+#pragma once
+
+#include <mpi.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "membership/epoch.hpp"
+#include "ringmend/core/options.hpp"
+#include "topo/location.hpp"
+#include "transport/ucx_channel.hpp"
+
+namespace ringmend::membership {
+
+// The first epoch: every process of the builder's parent communicator, each
+// with its rank there as member id.
+struct Start {};
+// The survivors of a failure (or the members that stay after a release):
+// `lost` names the members gone, `survivors` is their communicator
+// (ulfm::revoke_and_shrink makes it).
+struct Shrink {
+  std::vector<MemberId> lost;
+  ulfm::CommHandle survivors;
+};
+// The members of `from` and `joiners` new processes, on one communicator
+// `grown` (made by whatever admitted them: spares, a spawn, a connect). The
+// joiners call build() with no previous epoch; they get new ids.
+struct Grow {
+  int joiners = 0;
+  ulfm::CommHandle grown;
+};
+using Transition = std::variant<Start, Shrink, Grow>;
+
+enum class BuildStep { Exchange, Plan, Fabric, Agreement };
+const char* name_of(BuildStep step);
+
+class EpochBuilder {
+ public:
+  // `parent` is the communicator of Start (MPI_COMM_WORLD); `where` this
+  // process's placement, read once.
+  EpochBuilder(const Settings& settings, transport::UcxContext& ucx, MPI_Comm parent,
+               const topo::Location& where);
+
+  // Called after each step, on every member (fault injection, timing).
+  std::function<void(BuildStep, const Epoch&)> after_step;
+
+  // Builds the epoch that follows `from` (null at Start and for a joiner)
+  // by `transition`. `mine` carries this member's collective state (seq,
+  // finalizing, an input error); the builder fills in its identity.
+  std::unique_ptr<Epoch> build(const Epoch* from, Transition transition, MemberInfo mine);
+
+  // Where the last build's time went, step by step (for logs).
+  const std::string& laps() const { return laps_; }
+
+ private:
+  bool exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start);
+  void plan(Epoch& e, bool allow_shm);
+  bool connect(Epoch& e, std::string& shm_error);
+  void step_done(BuildStep step, const Epoch& e);
+
+  const Settings& settings_;
+  transport::UcxContext& ucx_;
+  MPI_Comm parent_;
+  topo::Location where_;
+  std::string laps_;
+  double lap_start_ = 0;
+};
+
+}  // namespace ringmend::membership

@@ -1,0 +1,38 @@
+// Members and what they tell each other when an epoch is built.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "topo/location.hpp"
+
+namespace ringmend::membership {
+
+// A member's identity, kept across epochs. The members started with the job
+// have their MPI_COMM_WORLD rank as id; a process admitted later (Grow) gets
+// a new id, never used before in the job.
+using MemberId = std::int32_t;
+inline constexpr MemberId kNoMember = -1;
+
+// What each member tells the others at the start of every epoch. Fixed size,
+// so that it travels in one MPI_Allgather.
+struct MemberInfo {
+  // Identity and placement (filled in by the builder)
+  MemberId id = kNoMember;     // kNoMember: a joiner, given an id in this epoch
+  MemberId next_id = 0;        // the id the next joiner gets (members agree on it)
+  std::uint64_t epoch = 0;     // the epoch this member comes from
+  std::int32_t node_key = -1;  // control rank of this node's first rank
+  std::int32_t pid = 0;        // watched by node peers; names the node's segment
+  std::uint64_t machine = 0;   // identifies the physical machine (boot id), to count ranks per CPU
+  std::uint64_t nonce = 0;     // makes the node's segment name unique
+  topo::Location where;        // hwloc binding, for the local order
+  // Where its collectives stand (filled in by the caller, the communicator)
+  std::int64_t seq = 0;  // collective in progress (next one when idle)
+  std::int32_t finalizing = 0;
+  std::int32_t errc = -1;  // Errc of an input error in collective seq, or -1
+  char error[196] = {};
+
+  void set_error(const std::string& text);
+};
+
+}  // namespace ringmend::membership

@@ -1,0 +1,20 @@
+// membership/ — who the members are, and how each epoch is made (depends on
+// coll/, transport/, topo/, ulfm/ and core/).
+//
+// What this folder offers the runtime:
+//   * member.hpp: member ids (kept across epochs; new ones for joiners) and
+//     MemberInfo, what members tell each other;
+//   * epoch.hpp: Epoch, one membership with its plan and channels;
+//   * epoch_builder.hpp: EpochBuilder, the one way an epoch is made, from
+//     Start, Shrink{lost} or Grow{joiners}, in four named steps (exchange,
+//     plan, fabric, agreement);
+//   * address_exchange.hpp: UCX addresses fetched from the peers that need
+//     them, not allgathered.
+// A new membership transition (a spawn, a connect) is one more alternative
+// of Transition and the communicator that it brings; the steps stay.
+#pragma once
+
+#include "membership/address_exchange.hpp"
+#include "membership/epoch.hpp"
+#include "membership/epoch_builder.hpp"
+#include "membership/member.hpp"

@@ -1,0 +1,55 @@
+// How every wait of ringmend idles: the one spin / yield / poll policy.
+//
+// A wait first spins (the common case is a peer a few hundred nanoseconds
+// behind), then yields its core between rounds (ranks may outnumber cores,
+// and a rank spinning for long would starve the very peer it waits for).
+// All along, every so many idle rounds it is time to poll for failures (a
+// dead peer, a revoked membership, a deadline), which costs far more than
+// one round, so it is not done every round. With more ranks on the machine
+// than CPUs, spinning only delays the peer: the wait yields almost at once.
+#pragma once
+
+#include <sched.h>
+
+namespace ringmend::transport {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+class Backoff {
+ public:
+  // Idle rounds spent spinning before the first yield (~tens of
+  // microseconds), and how often a spinning / yielding wait polls.
+  static constexpr unsigned kSpinRounds = 4096;
+  static constexpr unsigned kSpinRoundsOversubscribed = 16;
+  static constexpr unsigned kPollEverySpins = 256;
+  static constexpr unsigned kPollEveryYields = 16;
+
+  explicit Backoff(bool oversubscribed = false)
+      : spin_rounds_(oversubscribed ? kSpinRoundsOversubscribed : kSpinRounds) {}
+
+  // One idle round: spin or yield. True when the caller should now poll
+  // for failures.
+  bool idle() {
+    ++rounds_;
+    if (rounds_ < spin_rounds_) {
+      cpu_relax();
+      return rounds_ % kPollEverySpins == 0;
+    }
+    sched_yield();
+    return rounds_ % kPollEveryYields == 0;
+  }
+  // Something moved: the next idle round spins again.
+  void reset() { rounds_ = 0; }
+
+ private:
+  unsigned spin_rounds_;
+  unsigned rounds_ = 0;
+};
+
+}  // namespace ringmend::transport

@@ -1,0 +1,63 @@
+#include "ulfm/launch_environment.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+
+namespace ringmend::ulfm {
+namespace {
+
+// Special step ids (Slurm's SLURM_MAX_NORMAL_STEP_ID and up): the batch
+// script, the extern step and the interactive step of salloc.
+constexpr unsigned long long kMaxNormalStepId = 0xfffffff0ULL;
+
+}  // namespace
+
+EnvLookup process_environment() {
+  return [](const char* name) -> const char* { return std::getenv(name); };
+}
+
+bool is_slurm_job_step(const char* step) {
+  if (!step) return false;
+  const std::string_view v(step);
+  unsigned long long id = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), id);
+  return ec == std::errc() && ptr == v.data() + v.size() && id < kMaxNormalStepId;
+}
+
+Launcher detect_launcher(const EnvLookup& env) {
+  // PRRTE marks the processes it starts; Open MPI's mpirun sets the
+  // OMPI_COMM_WORLD_* variables. Both hold under Slurm too, where the PRRTE
+  // daemons are themselves srun tasks.
+  if (env("PRTE_LAUNCHED") || env("OMPI_COMM_WORLD_SIZE")) return Launcher::Mpirun;
+  const char* step = env("SLURM_STEP_ID");
+  if (!step) step = env("SLURM_STEPID");
+  if (is_slurm_job_step(step) && env("SLURM_PROCID")) return Launcher::Srun;
+  return Launcher::Unknown;
+}
+
+std::string srun_no_fault_tolerance_notice() {
+  return "fault tolerance OFF: started by srun (Slurm direct launch). Slurm ends the whole job step when one "
+         "rank dies, so the survivors could not carry on. For fault tolerance, start the job with "
+         "ringmend-run "
+         "(mpirun with ULFM) from the batch script or the salloc shell: 'ringmend-run ./app' instead of "
+         "'srun ./app'. In this job a rank failure will end the job";
+}
+
+std::string srun_without_pmix_notice(const EnvLookup& env, int mpi_world_size) {
+  if (detect_launcher(env) != Launcher::Srun || mpi_world_size != 1) return {};
+  // Every task is a world of its own then; the first one speaks for the step.
+  if (const char* procid = env("SLURM_PROCID"); !procid || std::string_view(procid) != "0") return {};
+  const char* n = env("SLURM_STEP_NUM_TASKS");
+  if (!n) n = env("SLURM_NTASKS");
+  if (!n) return {};
+  const std::string_view v(n);
+  int tasks = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), tasks);
+  if (ec != std::errc() || ptr != v.data() + v.size() || tasks <= 1) return {};
+  return "srun started " + std::to_string(tasks) +
+         " tasks, but MPI sees a world of 1: srun gave Open MPI no PMIx server, so every task runs alone. "
+         "Launch with 'srun --mpi=pmix' (or ask for MpiDefault=pmix in slurm.conf), or use ringmend-run";
+}
+
+}  // namespace ringmend::ulfm

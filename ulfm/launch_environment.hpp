@@ -1,0 +1,37 @@
+// How this process was launched, and what to tell the user when that
+// launch gives no fault tolerance. No MPI needed: the runtime asks it before
+// it says whether ULFM is on, and the Slurm tools share the step test.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace ringmend::ulfm {
+
+// Looks up an environment variable (null when unset); tests pass their own.
+using EnvLookup = std::function<const char*(const char*)>;
+EnvLookup process_environment();
+
+// True for the id of a Slurm job step that runs tasks (not the batch or
+// extern step, whose ids are reserved values near 2^32).
+bool is_slurm_job_step(const char* step_id);
+
+enum class Launcher {
+  Unknown,  // run by hand, a singleton, or a launcher not recognised
+  Mpirun,   // Open MPI's mpirun / PRRTE (possibly inside a Slurm allocation)
+  Srun,     // Slurm direct launch: srun ./app
+};
+Launcher detect_launcher(const EnvLookup& env = process_environment());
+
+// What a rank should print when it runs without fault tolerance because
+// srun started it: why (Slurm ends the whole step when one rank dies) and
+// how to get fault tolerance instead.
+std::string srun_no_fault_tolerance_notice();
+
+// Non-empty when srun started several tasks but MPI sees a world of one:
+// srun did not hand Open MPI a PMIx server (srun --mpi=pmix is missing),
+// so every task runs alone. Says so and how to fix it; only in the task
+// with SLURM_PROCID 0, so that the step says it once.
+std::string srun_without_pmix_notice(const EnvLookup& env, int mpi_world_size);
+
+}  // namespace ringmend::ulfm
