@@ -213,7 +213,12 @@ void pipelined(ShmNode& node, Channel* inter, const Layout& h, const AllreduceAr
 
 void shm_allreduce(AlgorithmId path, ShmNode& node, Channel* inter, const Layout& layout,
                    const AllreduceArgs& a, WaitContext& ctx) {
-  if (layout.multi_node() && inter == nullptr)
+  // Only the ranks that cross nodes need `inter` (a node leader on the
+  // one-shot path, a rank on a rail on the pipelined path); the fabric opens
+  // it for exactly those.
+  const bool crosses = layout.multi_node() &&
+                       (path == AlgorithmId::ShmOneShot ? node.local() == 0 : !layout.rail_ring.empty());
+  if (crosses && inter == nullptr)
     throw std::logic_error("shared-memory allreduce across nodes without a channel");
   if (path == AlgorithmId::ShmOneShot && a.bytes() > node.layout().small_bytes)
     throw std::logic_error("one-shot allreduce larger than the node segment's small slots");
