@@ -25,9 +25,9 @@ const std::vector<const Algorithm*>& algorithms() {
 const Algorithm& select(CollectiveKind kind, std::size_t bytes, const Layout& layout, const Tuning& tuning) {
   for (const Algorithm* a : algorithms())
     if (a->usable(layout) && a->applies(kind, bytes, layout, tuning)) return *a;
-  throw std::logic_error("no algorithm for a " +
-                         std::string(kind == CollectiveKind::Allreduce ? "n allreduce" : " broadcast") +
-                         " of " + std::to_string(bytes) + " bytes");
+  throw std::logic_error(std::string("no algorithm for a ") +
+                         (kind == CollectiveKind::Allreduce ? "allreduce" : "broadcast") + " of " +
+                         std::to_string(bytes) + " bytes");
 }
 
 std::vector<int> peers_needed(const Layout& layout, int rank) {

@@ -30,10 +30,6 @@ std::uint64_t machine_id() {
 
 }  // namespace
 
-void MemberInfo::set_error(const std::string& text) {
-  std::snprintf(error, sizeof error, "%s", text.c_str());
-}
-
 const char* name_of(BuildStep step) {
   switch (step) {
     case BuildStep::Exchange:
@@ -82,7 +78,7 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   MPI_Comm_rank(comm, &e->rank);
   MPI_Comm_size(comm, &e->size);
 
-  bool ok = exchange(*e, from, mine, start);
+  bool ok = exchange(*e, from, mine, start, std::holds_alternative<Grow>(transition));
   step_done(BuildStep::Exchange, *e);
   std::string shm_error;
   bool want_shm = false;
@@ -127,13 +123,15 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   return e;
 }
 
-bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start) {
+bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining) {
   MPI_Comm comm = e.ctrl.get();
   int world_rank = 0, world_size = 0;
   MPI_Comm_rank(parent_, &world_rank);
   MPI_Comm_size(parent_, &world_size);
-  mine.id = from ? from->my_id() : start ? world_rank : kNoMember;
-  mine.next_id = from ? from->next_id : start ? world_size : 0;
+  // Without a previous epoch, a process is a first member (its Start, or the
+  // shrink after a Start that failed) unless it joins.
+  mine.id = from ? from->my_id() : joining ? kNoMember : world_rank;
+  mine.next_id = from ? from->next_id : joining ? 0 : world_size;
   mine.epoch = from ? from->number : 0;
   mine.pid = static_cast<std::int32_t>(::getpid());
   mine.nonce = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();

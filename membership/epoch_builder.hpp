@@ -73,7 +73,7 @@ class EpochBuilder {
   const std::string& laps() const { return laps_; }
 
  private:
-  bool exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start);
+  bool exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining);
   void plan(Epoch& e, bool allow_shm);
   bool connect(Epoch& e, std::string& shm_error);
   void step_done(BuildStep step, const Epoch& e);

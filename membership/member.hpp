@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "topo/location.hpp"
@@ -32,7 +33,7 @@ struct MemberInfo {
   std::int32_t errc = -1;  // Errc of an input error in collective seq, or -1
   char error[196] = {};
 
-  void set_error(const std::string& text);
+  void set_error(const std::string& text) { std::snprintf(error, sizeof error, "%s", text.c_str()); }
 };
 
 }  // namespace ringmend::membership
