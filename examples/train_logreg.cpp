@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     std::string lost;
     for (int w : m.lost) lost += (lost.empty() ? "" : ", ") + std::to_string(w);
     std::printf(
-        "membership change: lost world rank(s) %s; %d -> %d ranks, epoch %llu; rebuilt in %.1f ms "
+        "membership change: lost member(s) %s; %d -> %d ranks, epoch %llu; rebuilt in %.1f ms "
         "(revoke+shrink %.1f ms, new plan/shared memory/endpoints %.1f ms)\n",
         lost.c_str(), m.old_size, m.new_size, static_cast<unsigned long long>(m.new_epoch),
         m.recovery_seconds * 1e3, m.shrink_seconds * 1e3, m.rebuild_seconds * 1e3);
@@ -148,9 +148,8 @@ int main(int argc, char** argv) {
       int victim = -1;
       double died = 0;
       if (in >> victim >> died)
-        std::printf(
-            "recovery time: %.1f ms from the death of world rank %d to the next completed allreduce\n",
-            (first_recovered_done - died) * 1e3, victim);
+        std::printf("recovery time: %.1f ms from the death of member %d to the next completed allreduce\n",
+                    (first_recovered_done - died) * 1e3, victim);
     }
     // Serial replay with the contributors each step actually had.
     std::vector<Shard> shards;

@@ -55,6 +55,7 @@ std::size_t CollectiveCall::bytes() const {
 Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transport::UcxContext& ucx,
                          MPI_Comm parent, const topo::Location& where)
     : settings_(settings), fault_tolerant_(fault_tolerant), builder_(settings_, ucx, parent, where) {
+  // The members started with the job have their world rank as member id.
   int world_rank = 0;
   MPI_Comm_rank(parent, &world_rank);
   faults_ = FaultInjector(parse_fault_spec(settings_.fault_spec), world_rank, settings_.fault_record);

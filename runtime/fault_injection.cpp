@@ -80,10 +80,10 @@ std::vector<FaultRule> parse_fault_spec(const std::string& spec) {
   return rules;
 }
 
-FaultInjector::FaultInjector(std::vector<FaultRule> rules, int world_rank, std::string record_file)
-    : world_rank_(world_rank), record_file_(std::move(record_file)) {
+FaultInjector::FaultInjector(std::vector<FaultRule> rules, int member, std::string record_file)
+    : member_(member), record_file_(std::move(record_file)) {
   for (const FaultRule& r : rules)
-    if (r.rank == world_rank) rules_.push_back(r);
+    if (r.rank == member) rules_.push_back(r);
 }
 
 void FaultInjector::at(FaultPhase phase, std::uint64_t call, int step, std::uint64_t epoch) const {
@@ -94,7 +94,7 @@ void FaultInjector::at(FaultPhase phase, std::uint64_t call, int step, std::uint
     timespec now{};
     clock_gettime(CLOCK_REALTIME, &now);
     char line[128];
-    const int len = std::snprintf(line, sizeof line, "%d %lld.%09ld\n", world_rank_,
+    const int len = std::snprintf(line, sizeof line, "%d %lld.%09ld\n", member_,
                                   static_cast<long long>(now.tv_sec), now.tv_nsec);
     if (!record_file_.empty()) {
       int fd = ::open(record_file_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -103,9 +103,8 @@ void FaultInjector::at(FaultPhase phase, std::uint64_t call, int step, std::uint
         ::close(fd);
       }
     }
-    std::fprintf(stderr,
-                 "[ringmend] fault injection: world rank %d SIGKILLs itself (call %llu, epoch %llu)\n",
-                 world_rank_, static_cast<unsigned long long>(call), static_cast<unsigned long long>(epoch));
+    std::fprintf(stderr, "[ringmend] fault injection: member %d SIGKILLs itself (call %llu, epoch %llu)\n",
+                 member_, static_cast<unsigned long long>(call), static_cast<unsigned long long>(epoch));
     std::fflush(stderr);
     ::kill(::getpid(), SIGKILL);
   }
@@ -116,9 +115,9 @@ void FaultInjector::warn_unfired() const {
   // any rule still here at shutdown never matched.
   for (const FaultRule& r : rules_)
     std::fprintf(stderr,
-                 "[ringmend] fault injection: the rule for world rank %d (call %lld, step %d) never fired; "
+                 "[ringmend] fault injection: the rule for member %d (call %lld, step %d) never fired; "
                  "no collective reached that phase and step\n",
-                 world_rank_, static_cast<long long>(r.call), r.step);
+                 member_, static_cast<long long>(r.call), r.step);
 }
 
 }  // namespace ringmend

@@ -1,10 +1,11 @@
-// Fault injection: a chosen rank SIGKILLs itself at a chosen point.
+// Fault injection: a chosen member SIGKILLs itself at a chosen point.
 //
 // RINGMEND_FAULT holds one or more rules separated by ';':
 //
 //   rank=R,call=C,phase=P[,step=S][,epoch=E]
 //
-//   rank   original (world) rank that dies
+//   rank   member id of the process that dies (its world rank for the
+//          members started with the job)
 //   call   collective number on the communicator, counted from 1, or '*'
 //   phase  start | reduce_scatter | allgather | broadcast | end   (in a collective)
 //          recovery   (while recovering, before the shrink; step = the attempt, from 0)
@@ -15,10 +16,10 @@
 //   step   ring step within the phase (default 0 = on entering the phase)
 //   epoch  only in this membership epoch (default: any)
 //
-// Example: RINGMEND_FAULT="rank=2,call=5,phase=allgather,step=1" kills world
-// rank 2 in the second allgather step of its fifth collective. If
-// RINGMEND_FAULT_RECORD names a file, the dying rank appends
-// "<world rank> <CLOCK_REALTIME seconds>" to it first, so that survivors can
+// Example: RINGMEND_FAULT="rank=2,call=5,phase=allgather,step=1" kills member
+// 2 in the second allgather step of its fifth collective. If
+// RINGMEND_FAULT_RECORD names a file, the dying member appends
+// "<member id> <CLOCK_REALTIME seconds>" to it first, so that survivors can
 // measure recovery from the moment of death.
 #pragma once
 
@@ -44,7 +45,7 @@ std::vector<FaultRule> parse_fault_spec(const std::string& spec);
 class FaultInjector {
  public:
   FaultInjector() = default;
-  FaultInjector(std::vector<FaultRule> rules, int world_rank, std::string record_file);
+  FaultInjector(std::vector<FaultRule> rules, int member, std::string record_file);
   bool armed() const { return !rules_.empty(); }
   // Kills the process (SIGKILL) if a rule matches.
   void at(FaultPhase phase, std::uint64_t call, int step, std::uint64_t epoch) const;
@@ -54,7 +55,7 @@ class FaultInjector {
 
  private:
   std::vector<FaultRule> rules_;  // only this rank's
-  int world_rank_ = -1;
+  int member_ = -1;
   std::string record_file_;
 };
 

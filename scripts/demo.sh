@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets everything up on a fresh Debian 12 machine and runs the main job:
-# 4 ranks train a logistic regression; world rank 2 is SIGKILLed midway;
+# 4 ranks train a logistic regression; member 2 is SIGKILLed midway;
 # the survivors recover and finish. Prints the membership change, the
 # recovery time and the final loss against a serial reference.
 #
@@ -14,7 +14,7 @@ mkdir -p "$(dirname "$build")"
 mpi_home=$(sed -n 's/^MPIEXEC_EXECUTABLE:FILEPATH=//p' "$build/CMakeCache.txt")
 record=$(mktemp)
 echo
-echo "=== $ranks ranks; world rank $victim will SIGKILL itself during the allreduce of step $step ==="
+echo "=== $ranks ranks; member $victim will SIGKILL itself during the allreduce of step $step ==="
 # Collective #(step+1) is the allreduce of that step (one allreduce per step);
 # the victim dies as it enters it, before its peers have its contribution.
 out=$(mktemp)

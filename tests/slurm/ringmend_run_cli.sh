@@ -196,7 +196,7 @@ local)
   # A real job on this machine: rank 1 of 3 is killed in its 10th allreduce.
   rr MPIEXEC="$mpirun" RINGMEND_TIMEOUT=60 RINGMEND_FAULT=rank=1,call=10,phase=start -- \
     -n 3 --oversubscribe "$app" --steps=20
-  ok "local run survives a killed rank" "fault tolerance on" "membership change: lost world rank(s) 1; 3 -> 2 ranks" \
+  ok "local run survives a killed rank" "fault tolerance on" "membership change: lost member(s) 1; 3 -> 2 ranks" \
     "MATCHES the reference"
   rr MPIEXEC="$mpirun" RINGMEND_TIMEOUT=60 -- --no-ft -n 2 "$app" --steps=5
   ok "local run with --no-ft" "fault tolerance OFF" "MATCHES the reference"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main use on a cluster: a batch job (sbatch --wait, 2 nodes x 2 tasks)
-# runs the training example through ringmend-run; world rank 2, the first
+# runs the training example through ringmend-run; member 2, the first
 # rank of the second node, SIGKILLs itself in its 15th allreduce. The job
 # must succeed, and its output must show the recovery and a model that
 # matches the serial reference.
@@ -19,8 +19,8 @@ if [ "$rc" -eq 0 ]; then pass "the job succeeded"; else fail "the job's exit sta
 has "ringmend-run placed 2+2 ranks with fault tolerance" "4 ranks on n1:2,n2:2; fault tolerance on" \
   "--with-ft ulfm" "--host n1:2,n2:2 --map-by slot -np 4"
 has "the program started with fault tolerance" "train_logreg: 4 ranks" "fault tolerance on (ULFM)"
-has "rank 2 was killed" "fault injection: world rank 2 SIGKILLs itself"
-has "the survivors recovered" "membership change: lost world rank(s) 2; 4 -> 3 ranks" \
+has "rank 2 was killed" "fault injection: member 2 SIGKILLs itself"
+has "the survivors recovered" "membership change: lost member(s) 2; 4 -> 3 ranks" \
   "(recovered: step completed by the survivors)" "recovery time:"
 has "the result is right" "final loss" "on 3 ranks" "MATCHES the reference"
 finish
