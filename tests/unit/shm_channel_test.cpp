@@ -5,13 +5,16 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -261,18 +264,27 @@ TEST(ShmChannel, LongerMessageIsTruncated) {
 
 // Rank 1 dies in the middle of a message rank 0 is waiting for.
 TEST(ShmChannel, KilledPeerInterruptsTheWait) {
+  // The sender dies with its message only partly in the ring, whatever the
+  // timing: the receiver starts draining only after the sender's last push
+  // (the message is 16 rings long, and nothing pushes the rest).
+  void* shared =
+      ::mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(shared, MAP_FAILED);
+  auto* pushed = new (shared) std::atomic<int>(0);
   const auto start = std::chrono::steady_clock::now();
-  auto codes = run_ranks(2, [](int r, ShmChannel& ch, TestWait& wait) -> int {
-    std::vector<std::byte> buf = message(4 << 20, 1);
+  auto codes = run_ranks(2, [pushed](int r, ShmChannel& ch, TestWait& wait) -> int {
+    std::vector<std::byte> buf = message(16 * kSlot * Settings{}.shm_p2p_slots, 1);
     if (r == 1) {
       send(ch, 0, 1, buf);  // fills the ring, and no more
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      pushed->store(1);
       ::raise(SIGKILL);
     }
+    while (pushed->load() == 0) std::this_thread::yield();
     const auto op = recv(ch, 1, 1, buf);
     wait_for(ch, op, wait);
     return kWrong;
   });
+  ::munmap(shared, sizeof(std::atomic<int>));
   EXPECT_EQ(codes[0], kInterrupted);
   EXPECT_EQ(codes[1], 128 + SIGKILL);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
