@@ -39,6 +39,11 @@ std::string Fabric::open_node() {
         ShmSegment::open_shared(spec_.segment_name + "-p2p", spec_.p2p_layout.total, local == 0,
                                 spec_.local_pids.at(0), spec_.open_timeout_seconds, spec_.give_up),
         spec_.p2p_layout, local, spec_.local_pids);
+    // The rings this epoch's algorithms use, now: a full /dev/shm is then
+    // a set-up error, not a failure in the middle of a collective.
+    for (int p : spec_.peers)
+      if (p != spec_.rank && local_index_.at(static_cast<std::size_t>(p)) >= 0)
+        p2p_->prepare(local_index_.at(static_cast<std::size_t>(p)));
   } catch (const std::exception& e) {
     drop_node();
     return e.what();

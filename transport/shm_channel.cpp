@@ -141,18 +141,24 @@ ShmChannel::Peer& ShmChannel::peer_at(int peer) {
   if (peer < 0 || peer >= layout_.ranks || peer == rank_)
     throw std::invalid_argument("shared-memory channel: no peer " + std::to_string(peer));
   Peer& p = peers_[static_cast<std::size_t>(peer)];
-  if (!p.mapped) {
-    // Map the two rings of this pair on first use, not for every pair up
-    // front: a node of n ranks has n(n-1) rings, and most pairs never talk
-    // (an epoch's algorithms use the ring neighbours). Mapped now, the first
-    // messages do not pay a page fault per 4 KiB on each side (~1 ms for a
-    // 1 MiB ring, measured). The data are not touched; kernels before 5.14
-    // refuse, and fault lazily.
-    for (std::byte* slots : {p.out_slots, p.in_slots})
-      ::madvise(slots - layout_.slot_offset, layout_.ring_bytes, MADV_POPULATE_WRITE);
-    p.mapped = true;
-  }
+  if (!p.mapped) prepare(peer);
   return p;
+}
+
+void ShmChannel::prepare(int peer) {
+  if (peer < 0 || peer >= layout_.ranks || peer == rank_)
+    throw std::invalid_argument("shared-memory channel: no peer " + std::to_string(peer));
+  Peer& p = peers_[static_cast<std::size_t>(peer)];
+  if (p.mapped) return;
+  // The rings of one pair, not every pair's: a node of n ranks has n(n-1)
+  // rings, and most pairs never talk (an epoch's algorithms use the ring
+  // neighbours). Each side reserves what it writes: the slots of its
+  // outgoing ring and the counters of both (head out, tail in).
+  const std::size_t out = layout_.ring_index(rank_, peer), in = layout_.ring_index(peer, rank_);
+  for (std::size_t ring : {out, in})
+    segment_.reserve(layout_.control_offset + ring * sizeof(ShmRingControl), sizeof(ShmRingControl));
+  segment_.reserve(layout_.ring_offset + out * layout_.ring_bytes, layout_.ring_bytes);
+  p.mapped = true;
 }
 
 ShmChannel::Request* ShmChannel::acquire(std::uint32_t tag, std::span<const Piece> pieces) {

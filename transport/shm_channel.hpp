@@ -88,6 +88,12 @@ class ShmChannel final : public Channel {
   int size() const override { return layout_.ranks; }
   const ShmChannelLayout& layout() const { return layout_; }
 
+  // Reserves and maps the two rings shared with `peer` (ShmSegment::reserve),
+  // which the first message to or from it otherwise does: call it at set-up
+  // for the peers known to be used, so that a full /dev/shm is a set-up
+  // error. Throws std::runtime_error saying why.
+  void prepare(int peer);
+
   Op send(int peer, std::uint32_t tag, std::span<const Piece> pieces) override;
   Op recv(int peer, std::uint32_t tag, std::span<const Piece> pieces) override;
   // Truncated: the message was longer than the receive; `bytes` then gets
@@ -136,7 +142,7 @@ class ShmChannel final : public Channel {
     std::list<Unexpected> unexpected;  // arrived, not yet received (oldest first)
     Incoming incoming;
     bool dead = false;
-    bool mapped = false;  // the two rings' pages populated (on first use)
+    bool mapped = false;  // the two rings' pages reserved (prepare, or on first use)
   };
 
   Request* acquire(std::uint32_t tag, std::span<const Piece> pieces);

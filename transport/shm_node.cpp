@@ -6,8 +6,6 @@
 #include "ringmend/core/sizes.hpp"
 
 namespace ringmend::transport {
-namespace {}  // namespace
-
 ShmLayout ShmLayout::make(int ranks, std::size_t chunk_bytes, std::size_t depth, std::size_t small_bytes) {
   ShmLayout l;
   l.ranks = ranks;
@@ -27,6 +25,15 @@ ShmNode::ShmNode(ShmSegment segment, const ShmLayout& layout, int local, const s
     : segment_(std::move(segment)), layout_(layout), local_(local), watch_(pids) {
   if (segment_.size() < layout_.total)
     throw std::logic_error("shared-memory segment smaller than its layout");
+  // Each rank allocates what it writes (its counters, slots and chunk
+  // buffers), all ranks at once: opening costs the same at any node size.
+  const auto r = static_cast<std::size_t>(local);
+  const std::size_t small_pair = 2 * (ShmLayout::kSlotHeader + layout_.small_bytes);
+  segment_.reserve(layout_.control_offset + r * sizeof(ShmRankControl), sizeof(ShmRankControl));
+  segment_.reserve(layout_.small_offset + r * small_pair, small_pair);
+  segment_.reserve(layout_.result_offset + r * 2 * layout_.small_bytes, 2 * layout_.small_bytes);
+  segment_.reserve(layout_.chunk_offset + r * layout_.depth * layout_.chunk_bytes,
+                   layout_.depth * layout_.chunk_bytes);
 }
 
 std::unique_ptr<ShmNode> ShmNode::open(const std::string& name, const ShmLayout& layout, int local,

@@ -24,9 +24,9 @@ class ShmSegment {
   ShmSegment(const ShmSegment&) = delete;
   ShmSegment& operator=(const ShmSegment&) = delete;
 
-  // Creates `name` with `bytes` of zeroed memory, reserved up front so that a
-  // full /dev/shm is an error here rather than a SIGBUS later. Throws
-  // std::runtime_error saying why on failure.
+  // Creates `name` with `bytes` of zeroed memory. Nothing is allocated yet:
+  // every process reserve()s the part it writes. Throws std::runtime_error
+  // saying why on failure.
   static ShmSegment create(const std::string& name, std::size_t bytes);
 
   // Maps an existing segment of at least `bytes`; nullopt while it does not
@@ -41,6 +41,12 @@ class ShmSegment {
   static ShmSegment open_shared(const std::string& name, std::size_t bytes, bool create, pid_t creator,
                                 double timeout_seconds, const std::function<bool()>& give_up = {});
 
+  // Allocates and maps the pages of [offset, offset + bytes) (whole pages),
+  // so that a full /dev/shm is an error here rather than a SIGBUS at the
+  // first write. Every process reserves what it writes, before it writes.
+  // Throws std::runtime_error saying why on failure.
+  void reserve(std::size_t offset, std::size_t bytes) const;
+
   // Removes the name (idempotent; the mapping stays valid).
   void unlink();
   // Removes `name` if it exists: for a segment whose creator may have died.
@@ -52,10 +58,11 @@ class ShmSegment {
   explicit operator bool() const { return data_ != nullptr; }
 
  private:
-  ShmSegment(std::string name, std::byte* data, std::size_t bytes, bool owner);
+  ShmSegment(std::string name, int fd, std::byte* data, std::size_t bytes, bool owner);
   void release();
 
   std::string name_;
+  int fd_ = -1;  // kept for reserve()
   std::byte* data_ = nullptr;
   std::size_t bytes_ = 0;
   bool linked_ = false;  // this process created the name and has not removed it
