@@ -2,7 +2,9 @@
 // segment, checked results, mismatched calls, and a SIGKILLed rank noticed
 // by its peers through its pidfd (no MPI involved).
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -221,6 +223,45 @@ TEST(ShmSegmentLifetime, NothingIsLeftInDevShm) {
   }
   EXPECT_FALSE(std::filesystem::exists("/dev/shm" + name));
   EXPECT_THROW(ShmSegment::create("/ringmend-test-no/slash", 4096), std::runtime_error);
+}
+
+// A full /dev/shm is an error at set-up, saying so, not a SIGBUS at the
+// first write: in a child with its own mount namespace and a 1 MiB /dev/shm.
+TEST(ShmSegmentLifetime, FullDevShmIsAClearError) {
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(report[0]);
+    auto say = [&](const std::string& what, int code) {
+      (void)!::write(report[1], what.data(), what.size());
+      ::_exit(code);
+    };
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=1m") != 0)
+      say(std::string("cannot mount a small /dev/shm here: ") + std::strerror(errno), 2);
+    try {
+      const std::string name = unique_name();
+      const ShmLayout layout = ShmLayout::make(1, 2 << 20, 4, 16 << 10);  // > 8 MiB
+      ShmSegment segment = ShmSegment::create(name, layout.total);        // sized only: fits
+      ShmNode node(std::move(segment), layout, 0, {::getpid()});
+      say("an 8 MiB node segment was reserved in a 1 MiB /dev/shm", 1);
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      say(what, what.find("/dev/shm full") != std::string::npos ? 0 : 1);
+    }
+  }
+  ::close(report[1]);
+  std::string text(512, '\0');
+  const ssize_t got = ::read(report[0], text.data(), text.size());
+  text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  ::close(report[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  if (WEXITSTATUS(status) == 2) GTEST_SKIP() << text << " (needs root or user namespaces)";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << text;
 }
 
 }  // namespace
