@@ -41,9 +41,14 @@ struct Channels {
   transport::Channel* flat = nullptr;   // to any rank: shared memory inside the node, else `inter`
 };
 
+class PipelineTuner;
+
 struct Tuning {
   std::size_t small_bytes = 0;  // latency algorithms up to this size
   std::size_t chunk_bytes = 0;  // pipeline chunk of the channel algorithms
+  // The shared-memory pipeline's shape per call (pipeline_tuner.hpp); null:
+  // the default shape.
+  PipelineTuner* pipeline = nullptr;
 };
 
 class Algorithm {

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
 
 #include "coll/attempt.hpp"
+#include "coll/pipeline_tuner.hpp"
 #include "coll/recursive_doubling.hpp"
 #include "coll/reduce_kernels.hpp"
 #include "coll/ring.hpp"
@@ -23,16 +25,30 @@ WireHeader& descriptor(const ShmNode& node, int r, std::uint64_t call) {
   return *reinterpret_cast<WireHeader*>(node.small_slot(r, call));
 }
 
+// Beside the header in a descriptor: how a pipelined call cuts the
+// buffers. Local rank 0 chooses; every rank of the node follows it.
+struct ShmCallPlan {
+  std::uint64_t chunk_bytes = 0;
+  std::uint64_t depth = 0;
+};
+static_assert(sizeof(WireHeader) + sizeof(ShmCallPlan) <= ShmLayout::kSlotHeader);
+
+ShmCallPlan& plan_in(const ShmNode& node, int r, std::uint64_t call) {
+  return *reinterpret_cast<ShmCallPlan*>(node.small_slot(r, call) + sizeof(WireHeader));
+}
+
 // Posts this rank's descriptor (and, on the one-shot path, its data) for
-// `call` and checks every node peer's against it.
-void post_and_check(ShmNode& node, const Layout& h, const AllreduceArgs& a, AlgorithmId path,
-                    std::uint64_t call, WaitContext& ctx) {
+// `call` and checks every node peer's against it. Returns local rank 0's
+// plan (what this rank posted, on rank 0).
+ShmCallPlan post_and_check(ShmNode& node, const Layout& h, const AllreduceArgs& a, AlgorithmId path,
+                           const ShmCallPlan& proposal, std::uint64_t call, WaitContext& ctx) {
   const int me = node.local();
   // My slot of this parity was last read in call-2: wait until every peer
   // has finished that call.
   if (call > 2) shm_wait(node, ctx, [&] { return node.all_at_least(&ShmRankControl::done, call - 2); });
   WireHeader& mine = descriptor(node, me, call);
   mine = header_of(a, path);
+  plan_in(node, me, call) = proposal;
   if (path == AlgorithmId::ShmOneShot)
     std::memcpy(node.small_data(me, call), a.input, a.count * size_of(a.type));
   node.control(me).posted.publish(call);
@@ -43,6 +59,12 @@ void post_and_check(ShmNode& node, const Layout& h, const AllreduceArgs& a, Algo
     const int peer = h.local_ranks[static_cast<std::size_t>(r)];
     if (std::string why = describe_mismatch(mine, theirs, peer); !why.empty()) throw Mismatch(why);
   }
+  const ShmCallPlan plan = plan_in(node, 0, call);
+  if (path == AlgorithmId::ShmPipelined &&
+      (plan.chunk_bytes == 0 || plan.depth == 0 || plan.chunk_bytes % 64 != 0 ||
+       plan.chunk_bytes * plan.depth > node.layout().buffer_bytes))
+    throw std::logic_error("shared-memory allreduce: local rank 0 posted a pipeline that does not fit");
+  return plan;
 }
 
 void one_shot(ShmNode& node, Channel* inter, const Layout& h, const AllreduceArgs& a, std::uint64_t call,
@@ -76,11 +98,13 @@ void one_shot(ShmNode& node, Channel* inter, const Layout& h, const AllreduceArg
   retain_part(a, 0, bytes);
 }
 
-void pipelined(ShmNode& node, Channel* inter, const Layout& h, const AllreduceArgs& a, WaitContext& ctx) {
+void pipelined(ShmNode& node, Channel* inter, const Layout& h, const AllreduceArgs& a,
+               const ShmCallPlan& plan, WaitContext& ctx) {
   const std::size_t esize = size_of(a.type);
-  const std::size_t chunk_elems = node.layout().chunk_bytes / esize;
+  const std::size_t chunk_bytes = plan.chunk_bytes / esize * esize;
+  const std::size_t chunk_elems = chunk_bytes / esize;
   const std::size_t chunks = (a.count + chunk_elems - 1) / chunk_elems;
-  const std::size_t depth = node.layout().depth;
+  const std::size_t depth = plan.depth;
   const int me = node.local();
   const int n = node.size();
   const bool multi = h.multi_node();
@@ -89,7 +113,10 @@ void pipelined(ShmNode& node, Channel* inter, const Layout& h, const AllreduceAr
   const std::uint64_t g0 = node.chunks_used;
   const auto* in = static_cast<const std::byte*>(a.input);
   auto* out = static_cast<std::byte*>(a.output);
-
+  // Chunk g of rank r, in the buffers as this call cuts them. A call may cut
+  // them differently from the last one: every rank had posted this call,
+  // so had copied out every chunk of the last one, before any rank writes.
+  auto chunk = [&](int r, std::uint64_t g) { return node.buffers(r) + (g % depth) * chunk_bytes; };
   auto chunk_of = [&](std::size_t c) {
     const std::size_t offset = c * chunk_elems;
     return Range{offset, std::min(chunk_elems, a.count - offset)};
@@ -132,17 +159,17 @@ void pipelined(ShmNode& node, Channel* inter, const Layout& h, const AllreduceAr
         // in), the peers' from their buffers, in a fixed order.
         srcs[0] = in + at;
         for (int r = 0, i = 1; r < n; ++r)
-          if (r != me) srcs[static_cast<std::size_t>(i++)] = node.chunk(r, g) + off;
+          if (r != me) srcs[static_cast<std::size_t>(i++)] = chunk(r, g) + off;
         if (!multi) {
           // Into my output, then (still in cache) into my buffer for the peers.
           reduce_many(out + at, srcs.data(), srcs.size(), s.count, a.type, a.op);
-          std::memcpy(node.chunk(me, g) + off, out + at, s.count * esize);
+          std::memcpy(chunk(me, g) + off, out + at, s.count * esize);
         } else {
           // Reduce the node's part, then send it around the rail; the slice
           // is ready for the node once the stream has finished it.
           std::byte* staged = stage.data() + (next_reduce % depth) * stage_bytes;
           reduce_many(staged, srcs.data(), srcs.size(), s.count, a.type, a.op);
-          across->start(staged, node.chunk(me, g) + off, s.count);
+          across->start(staged, chunk(me, g) + off, s.count);
         }
         if (!across) node.control(me).out_ready.publish(g + 1);
         ++next_reduce;
@@ -161,10 +188,9 @@ void pipelined(ShmNode& node, Channel* inter, const Layout& h, const AllreduceAr
         const Range c = chunk_of(next_in);
         // The peers need my input except the slice I reduce myself.
         const Range mine = owner ? slice_of(next_in, me) : Range{c.count, 0};
-        std::memcpy(node.chunk(me, g), in + c.offset * esize, mine.offset * esize);
+        std::memcpy(chunk(me, g), in + c.offset * esize, mine.offset * esize);
         const std::size_t rest = mine.offset + mine.count;
-        std::memcpy(node.chunk(me, g) + rest * esize, in + (c.offset + rest) * esize,
-                    (c.count - rest) * esize);
+        std::memcpy(chunk(me, g) + rest * esize, in + (c.offset + rest) * esize, (c.count - rest) * esize);
         node.control(me).in_ready.publish(g + 1);
         ++next_in;
         moved = true;
@@ -181,8 +207,7 @@ void pipelined(ShmNode& node, Channel* inter, const Layout& h, const AllreduceAr
         for (int r = 0; r < slices; ++r) {
           if (r == me && !multi) continue;  // reduced straight into my output
           const Range s = slice_of(next_out, r);
-          std::memcpy(out + (c.offset + s.offset) * esize, node.chunk(r, g) + s.offset * esize,
-                      s.count * esize);
+          std::memcpy(out + (c.offset + s.offset) * esize, chunk(r, g) + s.offset * esize, s.count * esize);
         }
         retain_part(a, c.offset * esize, c.count * esize);
         node.control(me).copied.publish(g + 1);
@@ -211,8 +236,8 @@ void pipelined(ShmNode& node, Channel* inter, const Layout& h, const AllreduceAr
 
 }  // namespace
 
-void shm_allreduce(AlgorithmId path, ShmNode& node, Channel* inter, const Layout& layout,
-                   const AllreduceArgs& a, WaitContext& ctx) {
+void shm_allreduce(AlgorithmId path, ShmNode& node, transport::Channel* inter, const Layout& layout,
+                   const AllreduceArgs& a, const Tuning& tuning, WaitContext& ctx) {
   // Only the ranks that cross nodes need `inter` (a node leader on the
   // one-shot path, a rank on a rail on the pipelined path); the fabric opens
   // it for exactly those.
@@ -222,26 +247,43 @@ void shm_allreduce(AlgorithmId path, ShmNode& node, Channel* inter, const Layout
     throw std::logic_error("shared-memory allreduce across nodes without a channel");
   if (path == AlgorithmId::ShmOneShot && a.bytes() > node.layout().small_bytes)
     throw std::logic_error("one-shot allreduce larger than the node segment's small slots");
+  PipelineGeometry proposal = default_geometry(node.layout().buffer_bytes);
+  if (tuning.pipeline && path == AlgorithmId::ShmPipelined)
+    proposal = tuning.pipeline->propose(a.bytes(), node.size(), layout.multi_node());
   abandon_on_failure(inter, [&] {
     ctx.on_phase(Phase::Start, 0);
     const std::uint64_t call = ++node.calls;
-    post_and_check(node, layout, a, path, call, ctx);
-    if (path == AlgorithmId::ShmOneShot)
+    const ShmCallPlan plan =
+        post_and_check(node, layout, a, path, {proposal.chunk_bytes, proposal.depth}, call, ctx);
+    if (path == AlgorithmId::ShmOneShot) {
       one_shot(node, inter, layout, a, call, ctx);
-    else
-      pipelined(node, inter, layout, a, ctx);
+    } else {
+      const auto start = std::chrono::steady_clock::now();
+      pipelined(node, inter, layout, a, plan, ctx);
+      // Only local rank 0's measurements choose (it posts the plan).
+      if (tuning.pipeline && node.local() == 0)
+        tuning.pipeline->record(
+            a.bytes(), node.size(), layout.multi_node(), proposal,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
     node.control(node.local()).done.publish(call);
     ctx.on_phase(Phase::End, 0);
   });
+}
+
+PipelineGeometry default_geometry(std::size_t buffer_bytes) {
+  const std::size_t chunk =
+      std::max<std::size_t>(64, std::min<std::size_t>(256 * KiB, buffer_bytes / 4) / 64 * 64);
+  return {chunk, std::max<std::size_t>(1, std::min<std::size_t>(4, buffer_bytes / chunk))};
 }
 
 std::vector<int> ShmOneShotAllreduce::peers(const Layout& layout, int rank) const {
   return recursive_doubling_peers(layout.leaders, rank);
 }
 
-void ShmOneShotAllreduce::run(const Call& call, const Channels& channels, const Layout& layout, const Tuning&,
-                              WaitContext& ctx) const {
-  shm_allreduce(id(), *channels.node, channels.inter, layout, call.allreduce, ctx);
+void ShmOneShotAllreduce::run(const Call& call, const Channels& channels, const Layout& layout,
+                              const Tuning& tuning, WaitContext& ctx) const {
+  shm_allreduce(id(), *channels.node, channels.inter, layout, call.allreduce, tuning, ctx);
 }
 
 std::vector<int> ShmPipelinedAllreduce::peers(const Layout& layout, int rank) const {
@@ -249,8 +291,8 @@ std::vector<int> ShmPipelinedAllreduce::peers(const Layout& layout, int rank) co
 }
 
 void ShmPipelinedAllreduce::run(const Call& call, const Channels& channels, const Layout& layout,
-                                const Tuning&, WaitContext& ctx) const {
-  shm_allreduce(id(), *channels.node, channels.inter, layout, call.allreduce, ctx);
+                                const Tuning& tuning, WaitContext& ctx) const {
+  shm_allreduce(id(), *channels.node, channels.inter, layout, call.allreduce, tuning, ctx);
 }
 
 }  // namespace ringmend::coll

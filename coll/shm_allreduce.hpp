@@ -18,7 +18,9 @@
 //    rank i of every node) by the pipelined UCX ring; then every rank copies
 //    the other slices out (allgather). On one node the owner reduces
 //    straight into its output. Chunks flow through `depth` buffers, so a
-//    rank copies chunk c+1 in while peers still reduce chunk c.
+//    rank copies chunk c+1 in while peers still reduce chunk c. Chunk size
+//    and depth are chosen per call by local rank 0 (pipeline_tuner.hpp) and
+//    posted in its descriptor.
 //
 // One node: shared memory only. When every node holds a single rank the
 // epoch has no node segments and the flat algorithms run instead.
@@ -34,14 +36,20 @@
 #include <vector>
 
 #include "coll/algorithm.hpp"
+#include "coll/pipeline_tuner.hpp"
 
 namespace ringmend::coll {
 
 // Runs the shared-memory allreduce `path` (ShmOneShot or ShmPipelined) on
 // this node's segment; `inter` carries the inter-node traffic and may be
-// null on one node.
+// null on one node. The pipeline's shape comes from tuning.pipeline, or
+// default_geometry without one.
 void shm_allreduce(AlgorithmId path, transport::ShmNode& node, transport::Channel* inter,
-                   const Layout& layout, const AllreduceArgs& args, transport::WaitContext& ctx);
+                   const Layout& layout, const AllreduceArgs& args, const Tuning& tuning,
+                   transport::WaitContext& ctx);
+
+// 256 KiB chunks, 4 deep, or what fits in `buffer_bytes`.
+PipelineGeometry default_geometry(std::size_t buffer_bytes);
 
 class ShmOneShotAllreduce final : public Algorithm {
  public:

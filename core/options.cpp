@@ -152,6 +152,16 @@ Settings Options::resolve() const {
              size_between(4 * KiB, 64 * MiB), "a size between 4K and 64M");
   sizes.take(s.shm_depth, shm_depth, "shm_depth", "RINGMEND_SHM_DEPTH", parse_count, size_between(1, 64),
              "a number of chunk buffers between 1 and 64");
+  sizes.take(s.shm_buffer_bytes, shm_buffer_bytes, "shm_buffer_bytes", "RINGMEND_SHM_BUFFER_BYTES",
+             parse_size, size_between(4 * KiB, 1024 * MiB), "a size between 4K and 1G");
+  // A chunk or depth asked for is a geometry pinned: no measuring, unless
+  // tuning is asked for too.
+  const bool pinned = shm_chunk_bytes || shm_depth ||
+                      (read_environment && (env("RINGMEND_SHM_CHUNK_BYTES") || env("RINGMEND_SHM_DEPTH")));
+  s.shm_tune = !pinned;
+  flags.take(s.shm_tune, shm_tune, "shm_tune", "RINGMEND_SHM_TUNE", parse_bool, any_bool, "a boolean");
+  // The fixed geometry always fits.
+  s.shm_buffer_bytes = std::max(s.shm_buffer_bytes, s.shm_chunk_bytes * s.shm_depth);
   sizes.take(s.shm_p2p_slot_bytes, shm_p2p_slot_bytes, "shm_p2p_slot_bytes", "RINGMEND_SHM_P2P_SLOT_BYTES",
              parse_size, size_between(4 * KiB, 64 * MiB), "a size between 4K and 64M");
   sizes.take(s.shm_p2p_slots, shm_p2p_slots, "shm_p2p_slots", "RINGMEND_SHM_P2P_SLOTS", parse_count,

@@ -217,8 +217,7 @@ bool EpochBuilder::connect(Epoch& e, std::string& shm_error) {
                   static_cast<unsigned long long>(leader.nonce), static_cast<unsigned long long>(e.number));
     spec.segment_name = name;
     const int local = static_cast<int>(spec.local_ranks.size());
-    spec.node_layout = transport::ShmLayout::make(local, settings_.shm_chunk_bytes, settings_.shm_depth,
-                                                  settings_.small_bytes);
+    spec.node_layout = transport::ShmLayout::make(local, settings_.shm_buffer_bytes, settings_.small_bytes);
     spec.p2p_layout =
         transport::ShmChannelLayout::make(local, settings_.shm_p2p_slot_bytes, settings_.shm_p2p_slots);
     spec.open_timeout_seconds = settings_.shm_open_timeout_seconds;

@@ -54,7 +54,12 @@ std::size_t CollectiveCall::bytes() const {
 
 Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transport::UcxContext& ucx,
                          MPI_Comm parent, const topo::Location& where)
-    : settings_(settings), fault_tolerant_(fault_tolerant), builder_(settings_, ucx, parent, where) {
+    : settings_(settings),
+      pipeline_tuner_(settings_.shm_buffer_bytes, {settings_.shm_chunk_bytes, settings_.shm_depth},
+                      settings_.shm_tune),
+      fault_tolerant_(fault_tolerant),
+      builder_(settings_, ucx, parent, where) {
+  pipeline_tuner_.on_decision = [this](const std::string& line) { log(line); };
   // The members started with the job have their world rank as member id.
   int world_rank = 0;
   MPI_Comm_rank(parent, &world_rank);

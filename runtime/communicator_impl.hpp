@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "coll/algorithm.hpp"
+#include "coll/pipeline_tuner.hpp"
 #include "membership/epoch.hpp"
 #include "membership/epoch_builder.hpp"
 #include "ringmend/ringmend.hpp"
@@ -66,10 +67,13 @@ struct Communicator::Impl final : transport::WaitContext {
                 std::size_t bytes);
   void broadcast_retained(std::uint64_t seq_of_result, int root, std::size_t bytes);
   std::vector<std::byte>& scratch_for(std::uint64_t call_seq, std::size_t bytes);
-  coll::Tuning tuning() const { return {settings_.small_bytes, settings_.chunk_bytes}; }
+  coll::Tuning tuning() { return {settings_.small_bytes, settings_.chunk_bytes, &pipeline_tuner_}; }
   void log(const std::string& message) const;
 
   Settings settings_;
+  // What the shared-memory pipeline measured on this node, kept across
+  // epochs (a smaller node is a new key).
+  coll::PipelineTuner pipeline_tuner_;
   bool fault_tolerant_;
   FaultInjector faults_;
   membership::EpochBuilder builder_;

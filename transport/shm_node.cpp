@@ -6,18 +6,17 @@
 #include "ringmend/core/sizes.hpp"
 
 namespace ringmend::transport {
-ShmLayout ShmLayout::make(int ranks, std::size_t chunk_bytes, std::size_t depth, std::size_t small_bytes) {
+ShmLayout ShmLayout::make(int ranks, std::size_t buffer_bytes, std::size_t small_bytes) {
   ShmLayout l;
   l.ranks = ranks;
-  l.chunk_bytes = align_up(chunk_bytes, 64);
-  l.depth = depth;
+  l.buffer_bytes = align_up(buffer_bytes, 4096);
   l.small_bytes = align_up(small_bytes, 64);
   const auto n = static_cast<std::size_t>(ranks);
   l.control_offset = 0;
   l.small_offset = align_up(n * sizeof(ShmRankControl), 4096);
   l.result_offset = align_up(l.small_offset + n * 2 * (kSlotHeader + l.small_bytes), 4096);
-  l.chunk_offset = align_up(l.result_offset + n * 2 * l.small_bytes, 4096);
-  l.total = l.chunk_offset + n * depth * l.chunk_bytes;
+  l.buffer_offset = align_up(l.result_offset + n * 2 * l.small_bytes, 4096);
+  l.total = l.buffer_offset + n * l.buffer_bytes;
   return l;
 }
 
@@ -32,8 +31,7 @@ ShmNode::ShmNode(ShmSegment segment, const ShmLayout& layout, int local, const s
   segment_.reserve(layout_.control_offset + r * sizeof(ShmRankControl), sizeof(ShmRankControl));
   segment_.reserve(layout_.small_offset + r * small_pair, small_pair);
   segment_.reserve(layout_.result_offset + r * 2 * layout_.small_bytes, 2 * layout_.small_bytes);
-  segment_.reserve(layout_.chunk_offset + r * layout_.depth * layout_.chunk_bytes,
-                   layout_.depth * layout_.chunk_bytes);
+  segment_.reserve(layout_.buffer_offset + r * layout_.buffer_bytes, layout_.buffer_bytes);
 }
 
 std::unique_ptr<ShmNode> ShmNode::open(const std::string& name, const ShmLayout& layout, int local,
@@ -59,9 +57,8 @@ std::byte* ShmNode::result_slot(int r, std::uint64_t call) const {
          (static_cast<std::size_t>(r) * 2 + call % 2) * layout_.small_bytes;
 }
 
-std::byte* ShmNode::chunk(int r, std::uint64_t global_chunk) const {
-  return segment_.data() + layout_.chunk_offset +
-         (static_cast<std::size_t>(r) * layout_.depth + global_chunk % layout_.depth) * layout_.chunk_bytes;
+std::byte* ShmNode::buffers(int r) const {
+  return segment_.data() + layout_.buffer_offset + static_cast<std::size_t>(r) * layout_.buffer_bytes;
 }
 
 bool ShmNode::all_at_least(ShmCounter ShmRankControl::*counter, std::uint64_t value) const {

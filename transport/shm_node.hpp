@@ -4,7 +4,8 @@
 // Every rank owns a control block of counters (each on its own cache-line
 // pair, so that a rank spinning on one counter does not steal the line a
 // peer is writing), two small slots (descriptor + inline data, alternating
-// by call parity) and `depth` chunk buffers for the pipelined path. Counters
+// by call parity) and the buffers of the pipelined path, which each call
+// cuts into `depth` chunks of its own size (coll/pipeline_tuner.hpp). Counters
 // only grow within an epoch; a new epoch gets a new, zeroed segment.
 #pragma once
 
@@ -43,14 +44,13 @@ struct ShmRankControl {
 
 struct ShmLayout {
   int ranks = 0;
-  std::size_t chunk_bytes = 0;                    // one pipeline chunk
-  std::size_t depth = 0;                          // chunk buffers per rank
+  std::size_t buffer_bytes = 0;                   // pipeline buffers per rank
   std::size_t small_bytes = 0;                    // inline data capacity of a small slot
   static constexpr std::size_t kSlotHeader = 64;  // descriptor, padded
 
-  std::size_t control_offset = 0, small_offset = 0, result_offset = 0, chunk_offset = 0, total = 0;
+  std::size_t control_offset = 0, small_offset = 0, result_offset = 0, buffer_offset = 0, total = 0;
 
-  static ShmLayout make(int ranks, std::size_t chunk_bytes, std::size_t depth, std::size_t small_bytes);
+  static ShmLayout make(int ranks, std::size_t buffer_bytes, std::size_t small_bytes);
 };
 
 class ShmNode {
@@ -78,7 +78,8 @@ class ShmNode {
     return small_slot(r, call) + ShmLayout::kSlotHeader;
   }
   std::byte* result_slot(int r, std::uint64_t call) const;
-  std::byte* chunk(int r, std::uint64_t global_chunk) const;
+  // Local rank r's pipeline buffers (layout().buffer_bytes).
+  std::byte* buffers(int r) const;
 
   // True when `counter` of every local rank is at least `value`.
   bool all_at_least(ShmCounter ShmRankControl::*counter, std::uint64_t value) const;

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "coll/pipeline_tuner.hpp"
 #include "coll/selector.hpp"
 #include "transport/shm_node.hpp"
 
@@ -51,7 +52,7 @@ std::string unique_name() {
 // returns their exit codes.
 std::vector<int> run_ranks(int ranks, std::size_t chunk, std::size_t small,
                            const std::function<int(int, ShmNode&)>& body) {
-  const auto layout = ShmLayout::make(ranks, chunk, 4, small);
+  const auto layout = ShmLayout::make(ranks, 4 * chunk, small);  // default_geometry: `chunk`, 4 deep
   const std::string name = unique_name();
   ShmSegment segment = ShmSegment::create(name, layout.total);
   int go[2];
@@ -115,11 +116,11 @@ coll::Layout node_layout(int ranks) {
 // The algorithm the selector picks for this call (one-shot up to
 // `small_bytes`, pipelined above), run on the node's segment alone.
 void hierarchical_allreduce(ShmNode& node, std::nullptr_t, const coll::Layout& h, const AllreduceArgs& a,
-                            TestWait& wait, std::size_t small_bytes) {
+                            TestWait& wait, std::size_t small_bytes, coll::PipelineTuner* tuner = nullptr) {
   coll::Call call;
   call.kind = coll::CollectiveKind::Allreduce;
   call.allreduce = a;
-  const coll::Tuning tuning{small_bytes, 0};
+  const coll::Tuning tuning{small_bytes, 0, tuner};
   coll::select(call.kind, a.bytes(), h, tuning).run(call, {&node, nullptr, nullptr}, h, tuning, wait);
 }
 
@@ -129,14 +130,15 @@ T input_value(int rank, std::size_t i) {
 }
 
 template <class T>
-int allreduce_and_check(ShmNode& node, int ranks, std::size_t count, DataType type, int calls) {
+int allreduce_and_check(ShmNode& node, int ranks, std::size_t count, DataType type, int calls,
+                        coll::PipelineTuner* tuner = nullptr, int first_call = 1) {
   const coll::Layout h = node_layout(ranks);
   std::vector<T> in(count), out(count);
-  for (int call = 1; call <= calls; ++call) {
+  for (int call = first_call; call < first_call + calls; ++call) {
     for (std::size_t i = 0; i < count; ++i) in[i] = input_value<T>(node.local() + call, i);
     TestWait wait;
     AllreduceArgs a{in.data(), out.data(), count, type, ReduceOp::Sum, static_cast<std::uint64_t>(call)};
-    hierarchical_allreduce(node, nullptr, h, a, wait, {1024});
+    hierarchical_allreduce(node, nullptr, h, a, wait, {1024}, tuner);
     for (std::size_t i = 0; i < count; ++i) {
       T want = 0;
       for (int r = 0; r < ranks; ++r) want = static_cast<T>(want + input_value<T>(r + call, i));
@@ -164,6 +166,29 @@ INSTANTIATE_TEST_SUITE_P(RanksAndSizes, ShmAllreduce,
                          ::testing::Combine(::testing::Values(1, 2, 3, 4),
                                             ::testing::Values(std::size_t{1}, std::size_t{257},
                                                               std::size_t{12289}, std::size_t{100003})));
+
+// While local rank 0's tuner tries its candidates, consecutive calls cut
+// the buffers differently (64 KiB x 4, then 128 KiB x 2, ...): every result
+// stays exact, whatever the other ranks' tuners would have chosen, and the
+// tuner settles on one shape per size class.
+TEST(ShmAllreduce, ShapeChangingBetweenCallsKeepsResultsExact) {
+  for (int ranks : {2, 3}) {
+    auto codes = run_ranks(ranks, 64 * 1024, 1024, [ranks](int local, ShmNode& node) -> int {
+      // Other ranks tune towards other shapes: only rank 0's counts.
+      coll::PipelineTuner tuner(node.layout().buffer_bytes, {64 * 1024, 4}, local == 0);
+      const std::size_t counts[] = {100003, 12289, 70001, 100003, 257, 65536};
+      int call = 1;
+      for (int round = 0; round < 3 * coll::PipelineTuner::kTrials; ++round)
+        for (std::size_t count : counts) {
+          const int c = allreduce_and_check<float>(node, ranks, count, DataType::Float32, 1, &tuner, call++);
+          if (c != kOk) return c;
+        }
+      if (local == 0 && !tuner.chosen(100003 * sizeof(float), ranks)) return kOther;
+      return kOk;
+    });
+    for (int c : codes) EXPECT_EQ(c, kOk) << ranks << " ranks";
+  }
+}
 
 TEST(ShmAllreduceErrors, DifferentCountsAreAMismatchOnEveryRank) {
   auto codes = run_ranks(3, 16 * 1024, 1024, [](int r, ShmNode& node) {
@@ -201,7 +226,7 @@ TEST(ShmNodeOpen, AttachGivesUpWhenTheCreatorIsDead) {
   // An exited, not yet reaped process: its pidfd reports the exit.
   pid_t zombie = ::fork();
   if (zombie == 0) ::_exit(0);
-  const auto layout = ShmLayout::make(2, 16 * 1024, 4, 1024);
+  const auto layout = ShmLayout::make(2, 64 * 1024, 1024);
   const auto start = std::chrono::steady_clock::now();
   try {
     ShmNode::open(unique_name(), layout, 1, {zombie, ::getpid()}, 5);
@@ -243,8 +268,8 @@ TEST(ShmSegmentLifetime, FullDevShmIsAClearError) {
       say(std::string("cannot mount a small /dev/shm here: ") + std::strerror(errno), 2);
     try {
       const std::string name = unique_name();
-      const ShmLayout layout = ShmLayout::make(1, 2 << 20, 4, 16 << 10);  // > 8 MiB
-      ShmSegment segment = ShmSegment::create(name, layout.total);        // sized only: fits
+      const ShmLayout layout = ShmLayout::make(1, 8 << 20, 16 << 10);  // > 8 MiB
+      ShmSegment segment = ShmSegment::create(name, layout.total);     // sized only: fits
       ShmNode node(std::move(segment), layout, 0, {::getpid()});
       say("an 8 MiB node segment was reserved in a 1 MiB /dev/shm", 1);
     } catch (const std::exception& e) {

@@ -28,9 +28,16 @@ struct Settings {
   double recovery_timeout_seconds = 120;  // RINGMEND_RECOVERY_TIMEOUT
   double finalize_timeout_seconds = 10;   // RINGMEND_FINALIZE_TIMEOUT
   // Shared memory inside a node
-  bool shm = true;                          // RINGMEND_SHM=0: UCX even inside a node
-  std::size_t shm_chunk_bytes = 256 * KiB;  // RINGMEND_SHM_CHUNK_BYTES: shared-memory pipeline chunk
-  std::size_t shm_depth = 4;                // RINGMEND_SHM_DEPTH: chunk buffers per rank (pipeline depth)
+  bool shm = true;  // RINGMEND_SHM=0: UCX even inside a node
+  // The shared-memory pipeline: each rank's buffers, cut per call into
+  // `depth` chunks. With shm_tune, the chunk is measured per message size on
+  // one node (coll/pipeline_tuner.hpp); the fixed chunk and depth below are
+  // used across nodes, and everywhere when either is set (code or
+  // environment) or tuning is off.
+  std::size_t shm_buffer_bytes = 2 * MiB;   // RINGMEND_SHM_BUFFER_BYTES: pipeline buffers per rank
+  bool shm_tune = true;                     // RINGMEND_SHM_TUNE=0: always the fixed chunk and depth
+  std::size_t shm_chunk_bytes = 256 * KiB;  // RINGMEND_SHM_CHUNK_BYTES: fixed pipeline chunk
+  std::size_t shm_depth = 4;                // RINGMEND_SHM_DEPTH: fixed pipeline depth
   // The point-to-point rings between local ranks (broadcast, catch-up): a
   // pair's ring is mapped when the pair first talks. Streaming 64 KiB - 4 MiB
   // messages on a 2-core AMD EPYC VM, 128 KiB x 8 slots moved 1-4 MiB ~10 %
@@ -51,7 +58,8 @@ struct Options {
   std::optional<std::size_t> chunk_bytes, small_bytes;
   std::optional<double> timeout_seconds, recovery_timeout_seconds, finalize_timeout_seconds;
   std::optional<bool> shm;
-  std::optional<std::size_t> shm_chunk_bytes, shm_depth, shm_p2p_slot_bytes, shm_p2p_slots;
+  std::optional<std::size_t> shm_buffer_bytes, shm_chunk_bytes, shm_depth, shm_p2p_slot_bytes, shm_p2p_slots;
+  std::optional<bool> shm_tune;
   std::optional<double> shm_open_timeout_seconds;
   std::optional<bool> verbose, debug_topo;
   std::optional<std::string> fault_spec, fault_record;
