@@ -191,8 +191,8 @@ def p2p_key(row, params):
 
 
 def throughput(runs):
-    """config -> impl -> size -> lists; plus the roofline and p2p (benchmark -> config -> key -> rows)."""
-    acc, roof, wrong, factors, gloo_version = {}, {}, {}, {}, ""
+    """config -> impl -> size -> lists; plus the memory bound and p2p (benchmark -> config -> key -> rows)."""
+    acc, bound, wrong, factors, gloo_version = {}, {}, {}, {}, ""
     p2p, p2p_transport = {b: {} for b in P2P_VALUES}, {}
     for r in runs:
         if r["part"] != "throughput" or not r["data"]:
@@ -205,8 +205,8 @@ def throughput(runs):
             for row in data["rows"]:
                 a = acc.setdefault(cfg, {}).setdefault(row["impl"], {}).setdefault(row["size"], [])
                 a.append(row["avg_latency_us"])
-                if row.get("roofline_busbw_GBps") is not None and row["impl"] == "ringmend":
-                    roof.setdefault(cfg, {}).setdefault(row["size"], []).append(row["roofline_busbw_GBps"])
+                if row.get("bound_busbw_GBps") is not None and row["impl"] == "ringmend":
+                    bound.setdefault(cfg, {}).setdefault(row["size"], []).append(row["bound_busbw_GBps"])
                 if row.get("wrong") is not None:
                     w = wrong.setdefault(cfg, {}).setdefault(row["impl"], [0, 0])
                     w[0] += row["wrong"]
@@ -235,6 +235,8 @@ def throughput(runs):
                     {
                         "size": size,
                         "avg_latency_us": med,
+                        "avg_latency_us_min": min(lats),
+                        "avg_latency_us_max": max(lats),
                         "busbw_GBps": bus(med),
                         "busbw_GBps_min": bus(max(lats)),
                         "busbw_GBps_max": bus(min(lats)),
@@ -242,9 +244,9 @@ def throughput(runs):
                     }
                 )
             out[cfg][impl] = rows
-    roof_out = {
+    bound_out = {
         cfg: [{"size": s, "busbw_GBps": statistics.median(v), "runs": len(v)} for s, v in sorted(sizes.items())]
-        for cfg, sizes in roof.items()
+        for cfg, sizes in bound.items()
     }
     p2p_out = {
         bench: {
@@ -260,7 +262,7 @@ def throughput(runs):
         for bench, field in P2P_VALUES.items()
     }
     wrong_out = {cfg: {impl: {"wrong": w[0], "rows_checked": w[1]} for impl, w in v.items()} for cfg, v in wrong.items()}
-    return out, roof_out, p2p_out, wrong_out, gloo_version
+    return out, bound_out, p2p_out, wrong_out, gloo_version
 
 
 RINGMEND_PHASES = ["detect", "shrink", "rebuild", "recovery", "reexec", "first"]
@@ -361,6 +363,15 @@ def shm_p2p_section(L, summary):
     L.append("")
 
 
+def spread(row, key):
+    """median [min–max] of a throughput row's `key` over the runs."""
+    if not row:
+        return "–"
+    if row.get("runs", 1) < 2:
+        return sig(row[key])
+    return f"{sig(row[key])} [{sig(row[key + '_min'])}–{sig(row[key + '_max'])}]"
+
+
 def cell_ms(s):
     if not s:
         return "–"
@@ -368,28 +379,33 @@ def cell_ms(s):
 
 
 def allreduce_section(L, summary, cfg, title):
-    thr, roof = summary["allreduce"], summary["roofline"]
+    thr, bound = summary["allreduce"], summary["bound"]
     impls = [(k, name) for k, name in IMPLS if k in thr[cfg]]
     by = {k: {row["size"]: row for row in thr[cfg][k]} for k, _ in impls}
     sizes = sorted(set().union(*[set(v) for v in by.values()]))
-    rf = {row["size"]: row for row in roof.get(cfg, [])}
+    rf = {row["size"]: row for row in bound.get(cfg, [])}
     pp = network_p2p(summary, "p2p_bw", cfg)
     bb = network_p2p(summary, "p2p_bibw", cfg).get("ringmend", {})
     small, large = table_sizes(sizes)
     L.append(f"### {title}: allreduce, float sum")
     L.append("")
     if small:
-        head = ["avg latency (µs)"] + [name for _, name in impls]
+        both = "ringmend" in by and "mpi" in by
+        head = ["avg latency (µs)"] + [name for _, name in impls] + (["ringmend / MPI"] if both else [])
         L.append("| " + " | ".join(head) + " |")
         L.append("|" + "---|" * len(head))
         for b in small:
-            row = [human_size(b)] + [sig(by[k][b]["avg_latency_us"]) if b in by[k] else "–" for k, _ in impls]
+            row = [human_size(b)] + [spread(by[k].get(b), "avg_latency_us") for k, _ in impls]
+            if both:
+                r = ratio(by["ringmend"][b]["avg_latency_us"], by["mpi"][b]["avg_latency_us"]) if b in by["mpi"] else None
+                row.append(sig(r) if r is not None else "–")
             L.append("| " + " | ".join(row) + " |")
         L.append("")
     if large:
-        head = ["busbw (GB/s)"] + [name for _, name in impls]
+        both = "ringmend" in by and "mpi" in by
+        head = ["busbw (GB/s)"] + [name for _, name in impls] + (["ringmend / MPI"] if both else [])
         if rf:
-            head.append("memory roofline")
+            head += ["memory bound", "ringmend % of bound"]
         for impl in ("ringmend", "mpi"):
             if impl in pp:
                 head.append(("p2p ringmend UCX" if impl == "ringmend" else "p2p MPI"))
@@ -398,9 +414,14 @@ def allreduce_section(L, summary, cfg, title):
         L.append("| " + " | ".join(head) + " |")
         L.append("|" + "---|" * len(head))
         for b in large:
-            row = [human_size(b)] + [sig(by[k][b]["busbw_GBps"]) if b in by[k] else "–" for k, _ in impls]
+            row = [human_size(b)] + [spread(by[k].get(b), "busbw_GBps") for k, _ in impls]
+            if both:
+                r = ratio(by["ringmend"][b]["busbw_GBps"], by["mpi"][b]["busbw_GBps"]) if b in by["mpi"] else None
+                row.append(sig(r) if r is not None else "–")
             if rf:
-                row.append(sig(rf[b]["busbw_GBps"]) if b in rf else "–")
+                bus = by["ringmend"][b]["busbw_GBps"] if b in by.get("ringmend", {}) else None
+                pct = ratio(bus, rf[b]["busbw_GBps"]) if b in rf else None
+                row += [sig(rf[b]["busbw_GBps"]) if b in rf else "–", sig(pct * 100) if pct is not None else "–"]
             for impl in ("ringmend", "mpi"):
                 if impl in pp:
                     row.append(sig(pp[impl][b]["bandwidth_MBps"] / 1e3) if b in pp[impl] else "–")
@@ -549,7 +570,7 @@ def write_plots(d, summary):
     gp.append("set logscale x 2")
     gp.append("set logscale y 10")
     gp.append("set format y '%g'")
-    thr, roof = summary["allreduce"], summary["roofline"]
+    thr, bound = summary["allreduce"], summary["bound"]
     styles = {"ringmend": "lc rgb '#1f77b4'", "mpi": "lc rgb '#d62728'", "gloo": "lc rgb '#2ca02c'"}
     for cfg, title in CONFIGS.items():
         if cfg not in thr:
@@ -567,13 +588,13 @@ def write_plots(d, summary):
                         f"{r['avg_latency_us']:.6g}\n"
                     )
             plots.append(f"'{f}' using 1:2:3:4 with yerrorlines {styles[impl]} pt 7 ps 0.6 title '{name}'")
-        if cfg in roof:
-            f = f"{cfg}_roofline.dat"
+        if cfg in bound:
+            f = f"{cfg}_bound.dat"
             with open(os.path.join(pdir, f), "w") as o:
-                o.write("# size roofline_busbw\n")
-                for r in roof[cfg]:
+                o.write("# size bound_busbw\n")
+                for r in bound[cfg]:
                     o.write(f"{r['size']} {r['busbw_GBps']:.6g}\n")
-            plots.append(f"'{f}' using 1:2 with lines dt 2 lw 2 lc rgb 'black' title 'memory roofline'")
+            plots.append(f"'{f}' using 1:2 with lines dt 2 lw 2 lc rgb 'black' title 'memory bound'")
         # Point to point over the network (UCX) only: the one-node runs are over shared memory.
         p2p_sizes = []
         # The bibw line has a colour and points of its own: gnuplot's plain png
@@ -669,7 +690,7 @@ def report(d):
     except (OSError, ValueError):
         mach = {}
     runs = load_runs(d)
-    thr, roof, p2p, wrong, gloo_version = throughput(runs)
+    thr, bound, p2p, wrong, gloo_version = throughput(runs)
     rec = recovery(runs)
     failures = [
         f"{r['config']} {r['bench']} run {r['rep']} ({r['ranks']} ranks): "
@@ -695,8 +716,9 @@ def report(d):
     summary = {
         "machine": mach,
         "method": (
-            f"Each throughput figure is the median of {len(reps)} run(s) (busbw from the median of the runs' "
-            "average latencies; bars in the plots: the slowest and fastest run); warm-up calls are excluded; "
+            f"Each throughput figure is the median of {len(reps)} run(s) of one invocation, with the slowest and "
+            "fastest run in brackets (busbw from the median of the runs' average latencies; bars in the plots: "
+            "the slowest and fastest run); warm-up calls are excluded; "
             "the first run of every allreduce program validates its results (`-c`). Definitions: bench/README.md."
         ),
         "recovery_method": (
@@ -712,7 +734,7 @@ def report(d):
             "which would also wait for the job to be torn down and reload its state."
         ),
         "allreduce": thr,
-        "roofline": roof,
+        "bound": bound,
         "p2p_bw": p2p["p2p_bw"],
         "p2p_bibw": p2p["p2p_bibw"],
         "p2p_latency": p2p["p2p_latency"],

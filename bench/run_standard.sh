@@ -9,7 +9,7 @@
 #
 # The set (bench/README.md describes every program and column):
 #   one node, 2 ranks      ringmend_allreduce (ringmend and MPI_Allreduce, with the
-#                          memory roofline), ringmend_gloo_allreduce, and
+#                          memory bound), ringmend_gloo_allreduce, and
 #                          ringmend_p2p_bw and ringmend_p2p_latency over the
 #                          shared-memory channel (--transport shm) and MPI
 #   two nodes              the same allreduce programs on the local two-node
