@@ -91,6 +91,29 @@ TEST(Config, CodeComesBeforeTheEnvironment) {
   ::unsetenv("RINGMEND_SHM_DEPTH");
 }
 
+// The pipeline is measured unless its shape is asked for (code or
+// environment); asking for tuning as well wins; the buffers always fit the
+// fixed shape.
+TEST(Config, APinnedPipelineIsNotTuned) {
+  Options o;
+  o.read_environment = false;
+  EXPECT_TRUE(o.resolve().shm_tune);
+  o.shm_chunk_bytes = 1 << 20;
+  o.shm_depth = 4;
+  Settings s = o.resolve();
+  EXPECT_FALSE(s.shm_tune);
+  EXPECT_EQ(s.shm_buffer_bytes, std::size_t{4} << 20);  // raised from 2 MiB to fit 1 MiB x 4
+  o.shm_tune = true;
+  EXPECT_TRUE(o.resolve().shm_tune);
+  Options e;
+  ::setenv("RINGMEND_SHM_DEPTH", "2", 1);
+  EXPECT_FALSE(e.resolve().shm_tune);
+  ::setenv("RINGMEND_SHM_TUNE", "1", 1);
+  EXPECT_TRUE(e.resolve().shm_tune);
+  ::unsetenv("RINGMEND_SHM_DEPTH");
+  ::unsetenv("RINGMEND_SHM_TUNE");
+}
+
 TEST(Config, BadValuesInCodeNameTheField) {
   Options o;
   o.shm_p2p_slots = 1;
