@@ -109,11 +109,15 @@ void ShmSegment::reserve(std::size_t offset, std::size_t bytes) const {
   const std::size_t end = std::min(bytes_, (offset + bytes + page - 1) / page * page);
   if (begin >= end) return;
   // Allocating the pages turns a full /dev/shm into this error rather than
-  // a SIGBUS at the first write.
-  if (int rc = ::posix_fallocate(fd_, static_cast<off_t>(begin), static_cast<off_t>(end - begin)); rc != 0)
-    fail(
-        "reserving " + std::to_string(end - begin) + " bytes (is /dev/shm full? see docs/troubleshooting.md)",
-        name_, rc);
+  // a SIGBUS at the first write. tmpfs gives up with EINTR when a signal is
+  // pending (MPI and UCX use signals): try again.
+  int rc = 0;
+  do rc = ::posix_fallocate(fd_, static_cast<off_t>(begin), static_cast<off_t>(end - begin));
+  while (rc == EINTR);
+  if (rc != 0)
+    fail("reserving " + std::to_string(end - begin) +
+             " bytes (is /dev/shm full? containers often mount a small one)",
+         name_, rc);
   // Mapping them now spares the first messages a page fault per 4 KiB
   // (~1 ms per MiB measured); kernels before 5.14 refuse, and fault lazily.
   ::madvise(data_ + begin, end - begin, MADV_POPULATE_WRITE);
