@@ -6,6 +6,7 @@
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "coll/attempt.hpp"
 #include "coll/pipeline_tuner.hpp"
@@ -13,6 +14,7 @@
 #include "coll/reduce_kernels.hpp"
 #include "coll/ring.hpp"
 #include "coll/ring_stream.hpp"
+#include "ringmend/core/error.hpp"
 #include "ringmend/core/sizes.hpp"
 #include "transport/shm_node.hpp"
 
@@ -26,10 +28,12 @@ WireHeader& descriptor(const ShmNode& node, int r, std::uint64_t call) {
 }
 
 // Beside the header in a descriptor: how a pipelined call cuts the
-// buffers. Local rank 0 chooses; every rank of the node follows it.
+// buffers (local rank 0 chooses; every rank of the node follows it), and
+// whether this rank has its buffers.
 struct ShmCallPlan {
   std::uint64_t chunk_bytes = 0;
   std::uint64_t depth = 0;
+  std::uint64_t no_buffers = 0;  // this rank could not reserve its pipeline buffers
 };
 static_assert(sizeof(WireHeader) + sizeof(ShmCallPlan) <= ShmLayout::kSlotHeader);
 
@@ -41,7 +45,8 @@ ShmCallPlan& plan_in(const ShmNode& node, int r, std::uint64_t call) {
 // `call` and checks every node peer's against it. Returns local rank 0's
 // plan (what this rank posted, on rank 0).
 ShmCallPlan post_and_check(ShmNode& node, const Layout& h, const AllreduceArgs& a, AlgorithmId path,
-                           const ShmCallPlan& proposal, std::uint64_t call, WaitContext& ctx) {
+                           const ShmCallPlan& proposal, const std::string& no_buffers_why, std::uint64_t call,
+                           WaitContext& ctx) {
   const int me = node.local();
   // My slot of this parity was last read in call-2: wait until every peer
   // has finished that call.
@@ -59,6 +64,16 @@ ShmCallPlan post_and_check(ShmNode& node, const Layout& h, const AllreduceArgs& 
     const int peer = h.local_ranks[static_cast<std::size_t>(r)];
     if (std::string why = describe_mismatch(mine, theirs, peer); !why.empty()) throw Mismatch(why);
   }
+  // A rank without buffers fails the call on every rank alike, in step:
+  // the call is done here, and the next one tries again.
+  for (int r = 0; r < node.size(); ++r)
+    if (plan_in(node, r, call).no_buffers) {
+      node.control(me).done.publish(call);
+      throw Error(Errc::Internal, "shared-memory allreduce: local rank " + std::to_string(r) + " (rank " +
+                                      std::to_string(h.local_ranks[static_cast<std::size_t>(r)]) +
+                                      ") could not allocate its pipeline buffers" +
+                                      (r == me ? ": " + no_buffers_why : std::string()));
+    }
   const ShmCallPlan plan = plan_in(node, 0, call);
   if (path == AlgorithmId::ShmPipelined &&
       (plan.chunk_bytes == 0 || plan.depth == 0 || plan.chunk_bytes % 64 != 0 ||
@@ -250,11 +265,15 @@ void shm_allreduce(AlgorithmId path, ShmNode& node, transport::Channel* inter, c
   PipelineGeometry proposal = default_geometry(node.layout().buffer_bytes);
   if (tuning.pipeline && path == AlgorithmId::ShmPipelined)
     proposal = tuning.pipeline->propose(a.bytes(), node.size(), layout.multi_node());
+  // The pipeline's buffers are allocated by the first call that needs them.
+  const std::string no_buffers_why =
+      path == AlgorithmId::ShmPipelined ? node.reserve_buffers() : std::string();
   abandon_on_failure(inter, [&] {
     ctx.on_phase(Phase::Start, 0);
     const std::uint64_t call = ++node.calls;
     const ShmCallPlan plan =
-        post_and_check(node, layout, a, path, {proposal.chunk_bytes, proposal.depth}, call, ctx);
+        post_and_check(node, layout, a, path, {proposal.chunk_bytes, proposal.depth, !no_buffers_why.empty()},
+                       no_buffers_why, call, ctx);
     if (path == AlgorithmId::ShmOneShot) {
       one_shot(node, inter, layout, a, call, ctx);
     } else {

@@ -24,14 +24,26 @@ ShmNode::ShmNode(ShmSegment segment, const ShmLayout& layout, int local, const s
     : segment_(std::move(segment)), layout_(layout), local_(local), watch_(pids) {
   if (segment_.size() < layout_.total)
     throw std::logic_error("shared-memory segment smaller than its layout");
-  // Each rank allocates what it writes (its counters, slots and chunk
-  // buffers), all ranks at once: opening costs the same at any node size.
+  // Each rank allocates what it writes (its counters and slots), all ranks
+  // at once: opening costs the same at any node size. The pipeline buffers
+  // wait for the first call that needs them (reserve_buffers).
   const auto r = static_cast<std::size_t>(local);
   const std::size_t small_pair = 2 * (ShmLayout::kSlotHeader + layout_.small_bytes);
   segment_.reserve(layout_.control_offset + r * sizeof(ShmRankControl), sizeof(ShmRankControl));
   segment_.reserve(layout_.small_offset + r * small_pair, small_pair);
   segment_.reserve(layout_.result_offset + r * 2 * layout_.small_bytes, 2 * layout_.small_bytes);
-  segment_.reserve(layout_.buffer_offset + r * layout_.buffer_bytes, layout_.buffer_bytes);
+}
+
+std::string ShmNode::reserve_buffers() {
+  if (buffers_reserved_) return {};
+  try {
+    segment_.reserve(layout_.buffer_offset + static_cast<std::size_t>(local_) * layout_.buffer_bytes,
+                     layout_.buffer_bytes);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  buffers_reserved_ = true;
+  return {};
 }
 
 std::unique_ptr<ShmNode> ShmNode::open(const std::string& name, const ShmLayout& layout, int local,
