@@ -265,9 +265,9 @@ void shm_allreduce(AlgorithmId path, ShmNode& node, transport::Channel* inter, c
   PipelineGeometry proposal = default_geometry(node.layout().buffer_bytes);
   if (tuning.pipeline && path == AlgorithmId::ShmPipelined)
     proposal = tuning.pipeline->propose(a.bytes(), node.size(), layout.multi_node());
-  // The pipeline's buffers are allocated by the first call that needs them.
+  // The pipeline's buffers are allocated as calls need them.
   const std::string no_buffers_why =
-      path == AlgorithmId::ShmPipelined ? node.reserve_buffers() : std::string();
+      path == AlgorithmId::ShmPipelined ? node.reserve_buffers(a.bytes()) : std::string();
   abandon_on_failure(inter, [&] {
     ctx.on_phase(Phase::Start, 0);
     const std::uint64_t call = ++node.calls;

@@ -1,5 +1,6 @@
 #include "transport/shm_node.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -34,15 +35,16 @@ ShmNode::ShmNode(ShmSegment segment, const ShmLayout& layout, int local, const s
   segment_.reserve(layout_.result_offset + r * 2 * layout_.small_bytes, 2 * layout_.small_bytes);
 }
 
-std::string ShmNode::reserve_buffers() {
-  if (buffers_reserved_) return {};
+std::string ShmNode::reserve_buffers(std::size_t bytes) {
+  const std::size_t want = std::min(bytes, layout_.buffer_bytes);
+  if (want <= buffers_reserved_) return {};
   try {
-    segment_.reserve(layout_.buffer_offset + static_cast<std::size_t>(local_) * layout_.buffer_bytes,
-                     layout_.buffer_bytes);
+    const std::size_t mine = layout_.buffer_offset + static_cast<std::size_t>(local_) * layout_.buffer_bytes;
+    segment_.reserve(mine + buffers_reserved_, want - buffers_reserved_);
   } catch (const std::runtime_error& e) {
     return e.what();
   }
-  buffers_reserved_ = true;
+  buffers_reserved_ = want;
   return {};
 }
 

@@ -80,11 +80,13 @@ class ShmNode {
   std::byte* result_slot(int r, std::uint64_t call) const;
   // Local rank r's pipeline buffers (layout().buffer_bytes).
   std::byte* buffers(int r) const;
-  // Reserves this rank's pipeline buffers (ShmSegment::reserve) the first
-  // time it is called: an epoch that carries only small messages, as most
-  // right after a recovery, never allocates them. Empty text on success,
-  // otherwise why not (the caller tells its peers: see coll/shm_allreduce).
-  std::string reserve_buffers();
+  // Reserves the first `bytes` of this rank's pipeline buffers (at most all
+  // of them; ShmSegment::reserve), growing what earlier calls reserved: a
+  // call of S bytes writes at most the first S bytes of them, so an epoch
+  // allocates only what its messages use (a rebuild: nothing). Empty text
+  // on success, otherwise why not (the caller tells its peers: see
+  // coll/shm_allreduce).
+  std::string reserve_buffers(std::size_t bytes);
 
   // True when `counter` of every local rank is at least `value`.
   bool all_at_least(ShmCounter ShmRankControl::*counter, std::uint64_t value) const;
@@ -100,7 +102,7 @@ class ShmNode {
   ShmLayout layout_;
   int local_;
   PeerWatch watch_;
-  bool buffers_reserved_ = false;
+  std::size_t buffers_reserved_ = 0;  // bytes of this rank's buffers, from their start
 };
 
 // Backoff (backoff.hpp) for shared-memory waits: polling for failures
