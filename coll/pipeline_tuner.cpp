@@ -14,6 +14,9 @@ namespace {
 // where a rank's buffers (depth x chunk) approach a private L2.
 constexpr std::size_t kChunks[] = {64 * KiB, 128 * KiB, 256 * KiB, 512 * KiB, 1 * MiB, 2 * MiB};
 
+// The smallest size of the class of `bytes` (a power of two).
+std::size_t class_floor(std::size_t bytes) { return std::size_t{1} << (std::bit_width(bytes) - 1); }
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -49,8 +52,7 @@ PipelineTuner::SizeClass& PipelineTuner::class_of(std::size_t bytes, int ranks) 
   auto [it, fresh] = classes_.try_emplace(key_of(bytes, ranks));
   if (fresh) {
     // Every call of the class gets the candidates of its smallest size.
-    const std::size_t floor = std::size_t{1} << (std::bit_width(bytes) - 1);
-    it->second.candidates = candidates(floor);
+    it->second.candidates = candidates(class_floor(bytes));
     it->second.times.resize(it->second.candidates.size());
     it->second.decided = it->second.candidates.size() == 1;
     it->second.best = it->second.candidates.front();
@@ -82,9 +84,8 @@ void PipelineTuner::record(std::size_t bytes, int ranks, bool multi_node, Pipeli
   c.decided = true;
   if (on_decision) {
     std::ostringstream line;
-    line << "shared-memory pipeline for " << ranks << " ranks, "
-         << (std::size_t{1} << (std::bit_width(bytes) - 1)) / KiB << " KiB and up: chunk "
-         << c.best.chunk_bytes / KiB << " KiB x " << c.best.depth << " (median us:";
+    line << "shared-memory pipeline for " << ranks << " ranks, " << class_floor(bytes) / KiB
+         << " KiB and up: chunk " << c.best.chunk_bytes / KiB << " KiB x " << c.best.depth << " (median us:";
     for (std::size_t k = 0; k < c.candidates.size(); ++k)
       line << ' ' << c.candidates[k].chunk_bytes / KiB << "K=" << static_cast<long>(median(c.times[k]) * 1e6);
     line << ')';

@@ -31,8 +31,7 @@ WireHeader& descriptor(const ShmNode& node, int r, std::uint64_t call) {
 // buffers (local rank 0 chooses; every rank of the node follows it), and
 // whether this rank has its buffers.
 struct ShmCallPlan {
-  std::uint64_t chunk_bytes = 0;
-  std::uint64_t depth = 0;
+  PipelineGeometry shape;        // local rank 0's is the call's
   std::uint64_t no_buffers = 0;  // this rank could not reserve its pipeline buffers
 };
 static_assert(sizeof(WireHeader) + sizeof(ShmCallPlan) <= ShmLayout::kSlotHeader);
@@ -75,9 +74,9 @@ ShmCallPlan post_and_check(ShmNode& node, const Layout& h, const AllreduceArgs& 
                                       (r == me ? ": " + no_buffers_why : std::string()));
     }
   const ShmCallPlan plan = plan_in(node, 0, call);
-  if (path == AlgorithmId::ShmPipelined &&
-      (plan.chunk_bytes == 0 || plan.depth == 0 || plan.chunk_bytes % 64 != 0 ||
-       plan.chunk_bytes * plan.depth > node.layout().buffer_bytes))
+  const PipelineGeometry& g = plan.shape;
+  if (path == AlgorithmId::ShmPipelined && (g.chunk_bytes == 0 || g.depth == 0 || g.chunk_bytes % 64 != 0 ||
+                                            g.chunk_bytes * g.depth > node.layout().buffer_bytes))
     throw std::logic_error("shared-memory allreduce: local rank 0 posted a pipeline that does not fit");
   return plan;
 }
@@ -116,10 +115,10 @@ void one_shot(ShmNode& node, Channel* inter, const Layout& h, const AllreduceArg
 void pipelined(ShmNode& node, Channel* inter, const Layout& h, const AllreduceArgs& a,
                const ShmCallPlan& plan, WaitContext& ctx) {
   const std::size_t esize = size_of(a.type);
-  const std::size_t chunk_bytes = plan.chunk_bytes / esize * esize;
+  const std::size_t chunk_bytes = plan.shape.chunk_bytes / esize * esize;
   const std::size_t chunk_elems = chunk_bytes / esize;
   const std::size_t chunks = (a.count + chunk_elems - 1) / chunk_elems;
-  const std::size_t depth = plan.depth;
+  const std::size_t depth = plan.shape.depth;
   const int me = node.local();
   const int n = node.size();
   const bool multi = h.multi_node();
@@ -262,25 +261,25 @@ void shm_allreduce(AlgorithmId path, ShmNode& node, transport::Channel* inter, c
     throw std::logic_error("shared-memory allreduce across nodes without a channel");
   if (path == AlgorithmId::ShmOneShot && a.bytes() > node.layout().small_bytes)
     throw std::logic_error("one-shot allreduce larger than the node segment's small slots");
-  PipelineGeometry proposal = default_geometry(node.layout().buffer_bytes);
-  if (tuning.pipeline && path == AlgorithmId::ShmPipelined)
-    proposal = tuning.pipeline->propose(a.bytes(), node.size(), layout.multi_node());
+  // Local rank 0 shapes the pipeline; the others' proposals are not read.
+  const bool pipelined_call = path == AlgorithmId::ShmPipelined;
+  const bool shapes = pipelined_call && node.local() == 0;
+  if (shapes && !tuning.pipeline) throw std::logic_error("shared-memory allreduce without a pipeline tuner");
+  const PipelineGeometry proposal =
+      shapes ? tuning.pipeline->propose(a.bytes(), node.size(), layout.multi_node()) : PipelineGeometry{};
   // The pipeline's buffers are allocated as calls need them.
-  const std::string no_buffers_why =
-      path == AlgorithmId::ShmPipelined ? node.reserve_buffers(a.bytes()) : std::string();
+  const std::string no_buffers_why = pipelined_call ? node.reserve_buffers(a.bytes()) : std::string();
   abandon_on_failure(inter, [&] {
     ctx.on_phase(Phase::Start, 0);
     const std::uint64_t call = ++node.calls;
     const ShmCallPlan plan =
-        post_and_check(node, layout, a, path, {proposal.chunk_bytes, proposal.depth, !no_buffers_why.empty()},
-                       no_buffers_why, call, ctx);
+        post_and_check(node, layout, a, path, {proposal, !no_buffers_why.empty()}, no_buffers_why, call, ctx);
     if (path == AlgorithmId::ShmOneShot) {
       one_shot(node, inter, layout, a, call, ctx);
     } else {
       const auto start = std::chrono::steady_clock::now();
       pipelined(node, inter, layout, a, plan, ctx);
-      // Only local rank 0's measurements choose (it posts the plan).
-      if (tuning.pipeline && node.local() == 0)
+      if (shapes)
         tuning.pipeline->record(
             a.bytes(), node.size(), layout.multi_node(), proposal,
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -288,12 +287,6 @@ void shm_allreduce(AlgorithmId path, ShmNode& node, transport::Channel* inter, c
     node.control(node.local()).done.publish(call);
     ctx.on_phase(Phase::End, 0);
   });
-}
-
-PipelineGeometry default_geometry(std::size_t buffer_bytes) {
-  const std::size_t chunk =
-      std::max<std::size_t>(64, std::min<std::size_t>(256 * KiB, buffer_bytes / 4) / 64 * 64);
-  return {chunk, std::max<std::size_t>(1, std::min<std::size_t>(4, buffer_bytes / chunk))};
 }
 
 std::vector<int> ShmOneShotAllreduce::peers(const Layout& layout, int rank) const {

@@ -42,14 +42,11 @@ namespace ringmend::coll {
 
 // Runs the shared-memory allreduce `path` (ShmOneShot or ShmPipelined) on
 // this node's segment; `inter` carries the inter-node traffic and may be
-// null on one node. The pipeline's shape comes from tuning.pipeline, or
-// default_geometry without one.
+// null on one node. The pipeline's shape comes from tuning.pipeline (local
+// rank 0's; it must be set there).
 void shm_allreduce(AlgorithmId path, transport::ShmNode& node, transport::Channel* inter,
                    const Layout& layout, const AllreduceArgs& args, const Tuning& tuning,
                    transport::WaitContext& ctx);
-
-// 256 KiB chunks, 4 deep, or what fits in `buffer_bytes`.
-PipelineGeometry default_geometry(std::size_t buffer_bytes);
 
 class ShmOneShotAllreduce final : public Algorithm {
  public:

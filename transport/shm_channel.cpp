@@ -141,15 +141,7 @@ ShmChannel::Peer& ShmChannel::peer_at(int peer) {
   if (peer < 0 || peer >= layout_.ranks || peer == rank_)
     throw std::invalid_argument("shared-memory channel: no peer " + std::to_string(peer));
   Peer& p = peers_[static_cast<std::size_t>(peer)];
-  if (!p.mapped) prepare(peer);
-  return p;
-}
-
-void ShmChannel::prepare(int peer) {
-  if (peer < 0 || peer >= layout_.ranks || peer == rank_)
-    throw std::invalid_argument("shared-memory channel: no peer " + std::to_string(peer));
-  Peer& p = peers_[static_cast<std::size_t>(peer)];
-  if (p.mapped) return;
+  if (p.mapped) return p;
   // The rings of one pair, not every pair's: a node of n ranks has n(n-1)
   // rings, and most pairs never talk (an epoch's algorithms use the ring
   // neighbours). Each side reserves what it writes: the slots of its
@@ -159,7 +151,10 @@ void ShmChannel::prepare(int peer) {
     segment_.reserve(layout_.control_offset + ring * sizeof(ShmRingControl), sizeof(ShmRingControl));
   segment_.reserve(layout_.ring_offset + out * layout_.ring_bytes, layout_.ring_bytes);
   p.mapped = true;
+  return p;
 }
+
+void ShmChannel::prepare(int peer) { peer_at(peer); }
 
 ShmChannel::Request* ShmChannel::acquire(std::uint32_t tag, std::span<const Piece> pieces) {
   Request* r = requests_.acquire();

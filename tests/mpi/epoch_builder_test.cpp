@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "coll/pipeline_tuner.hpp"
 #include "coll/selector.hpp"
 #include "topo/location.hpp"
 #include "transport/ucx_environment.hpp"
@@ -58,7 +59,8 @@ class Wait final : public transport::WaitContext {
 
 // Runs the selected algorithms over the epoch and checks every result.
 void exercise(Epoch& e, const Settings& s, std::uint64_t& seq, const char* label) {
-  const coll::Tuning tuning{s.small_bytes, s.chunk_bytes};
+  coll::PipelineTuner pipeline(s.shm_buffer_bytes, {s.shm_chunk_bytes, s.shm_depth}, s.shm_tune);
+  const coll::Tuning tuning{s.small_bytes, s.chunk_bytes, &pipeline};
   const double my_id = e.my_id();
   double want = 0;
   for (MemberId id : e.members) want += id;

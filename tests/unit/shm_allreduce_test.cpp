@@ -53,7 +53,7 @@ std::string unique_name() {
 // returns their exit codes.
 std::vector<int> run_ranks(int ranks, std::size_t chunk, std::size_t small,
                            const std::function<int(int, ShmNode&)>& body) {
-  const auto layout = ShmLayout::make(ranks, 4 * chunk, small);  // default_geometry: `chunk`, 4 deep
+  const auto layout = ShmLayout::make(ranks, 4 * chunk, small);  // `chunk`, 4 deep without a tuner
   const std::string name = unique_name();
   ShmSegment segment = ShmSegment::create(name, layout.total);
   int go[2];
@@ -121,7 +121,9 @@ void hierarchical_allreduce(ShmNode& node, std::nullptr_t, const coll::Layout& h
   coll::Call call;
   call.kind = coll::CollectiveKind::Allreduce;
   call.allreduce = a;
-  const coll::Tuning tuning{small_bytes, 0, tuner};
+  // Without a tuner: the buffers cut into 4 chunks, always.
+  coll::PipelineTuner fixed(node.layout().buffer_bytes, {node.layout().buffer_bytes / 4, 4}, false);
+  const coll::Tuning tuning{small_bytes, 0, tuner ? tuner : &fixed};
   coll::select(call.kind, a.bytes(), h, tuning).run(call, {&node, nullptr, nullptr}, h, tuning, wait);
 }
 
