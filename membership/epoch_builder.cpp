@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 #include "coll/selector.hpp"
@@ -63,6 +64,7 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   laps_.clear();
   lap_start_ = now_seconds();
   const bool start = std::holds_alternative<Start>(transition);
+  const std::vector<MemberId>* lost = nullptr;
   if (start) {
     MPI_Comm dup = MPI_COMM_NULL;
     if (int rc = MPI_Comm_dup(parent_, &dup); rc != MPI_SUCCESS)
@@ -70,6 +72,7 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
     e->ctrl = ulfm::CommHandle(dup);
   } else if (auto* shrink = std::get_if<Shrink>(&transition)) {
     e->ctrl = std::move(shrink->survivors);
+    lost = &shrink->lost;
   } else {
     e->ctrl = std::move(std::get<Grow>(transition).grown);
   }
@@ -78,7 +81,7 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   MPI_Comm_rank(comm, &e->rank);
   MPI_Comm_size(comm, &e->size);
 
-  bool ok = exchange(*e, from, mine, start, std::holds_alternative<Grow>(transition));
+  bool ok = exchange(*e, from, mine, start, std::holds_alternative<Grow>(transition), lost);
   step_done(BuildStep::Exchange, *e);
   std::string shm_error;
   bool want_shm = false;
@@ -123,7 +126,46 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   return e;
 }
 
-bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining) {
+namespace {
+
+// This rank's node key in a Shrink's communicator, from the previous epoch:
+// the new rank of the first survivor placed on this rank's node. -1 when
+// the survivors do not match the previous epoch less the lost members.
+int node_key_after_shrink(const Epoch& from, const std::vector<MemberId>& lost, int new_size) {
+  std::vector<int> new_rank(from.members.size(), -1);
+  int next = 0;
+  for (std::size_t r = 0; r < from.members.size(); ++r)
+    if (std::find(lost.begin(), lost.end(), from.members[r]) == lost.end()) new_rank[r] = next++;
+  const int mine = from.rank;
+  if (next != new_size || new_rank[static_cast<std::size_t>(mine)] < 0) return -1;
+  const auto node = from.infos.at(static_cast<std::size_t>(mine)).node_key;
+  for (std::size_t r = 0; r < new_rank.size(); ++r)
+    if (new_rank[r] >= 0 && from.infos[r].node_key == node) return new_rank[r];
+  return -1;
+}
+
+}  // namespace
+
+// Ranks sharing a node, from MPI (not from host names, which two "nodes" of
+// one machine may share). MPI_Comm_split_type makes a communicator, which
+// costs agreements on a context id among all ranks: only a first epoch and
+// a Grow pay it.
+bool EpochBuilder::node_key_from_ranks(Epoch& e, MemberInfo& mine) {
+  MPI_Comm comm = e.ctrl.get();
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, e.rank, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    return false;
+  ulfm::CommHandle node_comm(node);
+  ulfm::GroupHandle node_group, group;
+  MPI_Comm_group(node, node_group.out());
+  MPI_Comm_group(comm, group.out());
+  int first = 0;
+  MPI_Group_translate_ranks(node_group.get(), 1, &first, group.get(), &mine.node_key);
+  return true;
+}
+
+bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining,
+                            const std::vector<MemberId>* lost) {
   MPI_Comm comm = e.ctrl.get();
   int world_rank = 0, world_size = 0;
   MPI_Comm_rank(parent_, &world_rank);
@@ -137,18 +179,14 @@ bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool s
   mine.nonce = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   mine.where = where_;
   mine.machine = machine_id();
-  // Ranks sharing a node, from MPI (not from host names, which two "nodes"
-  // of one machine may share).
-  MPI_Comm node = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, e.rank, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+  // Every rank takes the same branch: all have `from` after a Shrink of a
+  // ready epoch (the survivors all come from it), none at start-up.
+  if (from && lost) {
+    mine.node_key = node_key_after_shrink(*from, *lost, e.size);
+    if (mine.node_key < 0)
+      throw std::logic_error("epoch builder: a Shrink's survivors are not the previous epoch less the lost");
+  } else if (!node_key_from_ranks(e, mine)) {
     return false;
-  {
-    ulfm::CommHandle node_comm(node);
-    ulfm::GroupHandle node_group, group;
-    MPI_Comm_group(node, node_group.out());
-    MPI_Comm_group(comm, group.out());
-    int first = 0;
-    MPI_Group_translate_ranks(node_group.get(), 1, &first, group.get(), &mine.node_key);
   }
   e.infos.assign(static_cast<std::size_t>(e.size), MemberInfo{});
   if (MPI_Allgather(&mine, sizeof mine, MPI_BYTE, e.infos.data(), sizeof mine, MPI_BYTE, comm) != MPI_SUCCESS)

@@ -2,7 +2,9 @@
 //
 //   1. exchange   every member tells the others who and where it is, and
 //                 where its collectives stand (MemberInfo, one allgather);
-//                 ids are kept, joiners get new ones
+//                 ids are kept, joiners get new ones; which ranks share a
+//                 node comes from MPI at Start and Grow, and from the
+//                 previous epoch at a Shrink
 //   2. plan       the topology plan (topo/), computed alike everywhere, and
 //                 the algorithms' view of it (coll::Layout)
 //   3. fabric     the channels this rank's algorithms need (transport/
@@ -36,8 +38,11 @@ namespace ringmend::membership {
 // with its rank there as member id.
 struct Start {};
 // The survivors of a failure (or the members that stay after a release):
-// `lost` names the members gone, `survivors` is their communicator
-// (ulfm::revoke_and_shrink makes it).
+// `lost` names every member of the previous epoch that is gone (over all
+// the attempts since it), `survivors` is the others' communicator, in the
+// previous epoch's order (ulfm::revoke_and_shrink makes it). Their placement
+// is known from the previous epoch: a Shrink creates no communicator of its
+// own.
 struct Shrink {
   std::vector<MemberId> lost;
   ulfm::CommHandle survivors;
@@ -73,7 +78,9 @@ class EpochBuilder {
   const std::string& laps() const { return laps_; }
 
  private:
-  bool exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining);
+  bool exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining,
+                const std::vector<MemberId>* lost);
+  bool node_key_from_ranks(Epoch& e, MemberInfo& mine);
   void plan(Epoch& e, bool allow_shm);
   bool connect(Epoch& e, std::string& shm_error);
   void step_done(BuildStep step, const Epoch& e);

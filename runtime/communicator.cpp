@@ -369,10 +369,14 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
     // The lost members, in order of the shrunk communicator's ranks.
     membership::Shrink transition;
     for (auto it = shrunk.lost_members.rbegin(); it != shrunk.lost_members.rend(); ++it) {
-      transition.lost.push_back(attempt_members_[static_cast<std::size_t>(*it)]);
+      out.lost.push_back(attempt_members_[static_cast<std::size_t>(*it)]);
       attempt_members_.erase(attempt_members_.begin() + *it);
     }
-    out.lost.insert(out.lost.end(), transition.lost.begin(), transition.lost.end());
+    // Lost since the last ready epoch, over every attempt.
+    if (epoch_)
+      for (membership::MemberId id : epoch_->members)
+        if (std::find(attempt_members_.begin(), attempt_members_.end(), id) == attempt_members_.end())
+          transition.lost.push_back(id);
     transition.survivors = std::move(shrunk.comm);
     if (faults_.armed()) faults_.at(FaultPhase::Rebuild, current_seq_, attempt, old_epoch);
     const auto rebuild_start = Clock::now();
