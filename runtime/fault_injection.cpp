@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <sstream>
 
@@ -16,7 +17,8 @@ namespace {
 
 [[noreturn]] void bad(const std::string& rule, const std::string& why) {
   throw Error(Errc::BadEnvironment, "RINGMEND_FAULT rule '" + rule + "' is not valid: " + why +
-                                        " (expected rank=R,call=C|*,phase=P[,step=S][,epoch=E])");
+                                        " (expected rank=R,call=C|*,phase=P[,step=S][,epoch=E]"
+                                        "[,signal=KILL|SEGV|ABRT|BUS|TERM|exit=N])");
 }
 
 std::int64_t to_int(const std::string& rule, const std::string& key, const std::string& v) {
@@ -45,6 +47,34 @@ FaultPhase to_phase(const std::string& rule, const std::string& v) {
                 "' (start, reduce_scatter, allgather, broadcast, end, recovery, rebuild, attach)");
 }
 
+std::string signal_name(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+int to_signal(const std::string& rule, const std::string& v) {
+  if (v == "KILL") return SIGKILL;
+  if (v == "SEGV") return SIGSEGV;
+  if (v == "ABRT") return SIGABRT;
+  if (v == "BUS") return SIGBUS;
+  if (v == "TERM") return SIGTERM;
+  bad(rule, "unknown signal '" + v + "' (KILL, SEGV, ABRT, BUS, TERM)");
+}
+
+[[noreturn]] void die(int sig, int exit_status) {
+  if (sig == 0) ::_exit(exit_status);
+  if (sig == SIGSEGV) {
+    // A real invalid access, as a bug would make: the handlers that MPI and
+    // UCX install for it run as they would then.
+    volatile int* volatile nowhere = nullptr;
+    *nowhere = 1;
+  }
+  ::kill(::getpid(), sig);
+  ::signal(sig, SIG_DFL);  // an application's handler may have returned
+  ::kill(::getpid(), sig);
+  ::_exit(128 + sig);
+}
+
 }  // namespace
 
 std::vector<FaultRule> parse_fault_spec(const std::string& spec) {
@@ -71,7 +101,14 @@ std::vector<FaultRule> parse_fault_spec(const std::string& spec) {
         r.step = static_cast<int>(to_int(rule, key, value));
       else if (key == "epoch")
         r.epoch = to_int(rule, key, value);
-      else
+      else if (key == "signal")
+        r.signal = to_signal(rule, value);
+      else if (key == "exit") {
+        const std::int64_t status = to_int(rule, key, value);
+        if (status > 255) bad(rule, "exit must be 0-255");
+        r.exit_status = static_cast<int>(status);
+        r.signal = 0;
+      } else
         bad(rule, "unknown key '" + key + "'");
     }
     if (!has_rank || !has_call || !has_phase) bad(rule, "rank, call and phase are required");
@@ -103,10 +140,13 @@ void FaultInjector::at(FaultPhase phase, std::uint64_t call, int step, std::uint
         ::close(fd);
       }
     }
-    std::fprintf(stderr, "[ringmend] fault injection: member %d SIGKILLs itself (call %llu, epoch %llu)\n",
-                 member_, static_cast<unsigned long long>(call), static_cast<unsigned long long>(epoch));
+    const std::string how = r.signal == 0         ? "exits with status " + std::to_string(r.exit_status)
+                            : r.signal == SIGKILL ? "SIGKILLs itself"
+                                                  : "dies of " + signal_name(r.signal);
+    std::fprintf(stderr, "[ringmend] fault injection: member %d %s (call %llu, epoch %llu)\n", member_,
+                 how.c_str(), static_cast<unsigned long long>(call), static_cast<unsigned long long>(epoch));
     std::fflush(stderr);
-    ::kill(::getpid(), SIGKILL);
+    die(r.signal, r.exit_status);
   }
 }
 

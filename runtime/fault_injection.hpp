@@ -1,8 +1,8 @@
-// Fault injection: a chosen member SIGKILLs itself at a chosen point.
+// Fault injection: a chosen member dies at a chosen point.
 //
 // RINGMEND_FAULT holds one or more rules separated by ';':
 //
-//   rank=R,call=C,phase=P[,step=S][,epoch=E]
+//   rank=R,call=C,phase=P[,step=S][,epoch=E][,signal=NAME|exit=N]
 //
 //   rank   member id of the process that dies (its world rank for the
 //          members started with the job)
@@ -15,6 +15,9 @@
 //                      membership is agreed)
 //   step   ring step within the phase (default 0 = on entering the phase)
 //   epoch  only in this membership epoch (default: any)
+//   signal how it dies: KILL (default), SEGV, ABRT, BUS or TERM (the first
+//          four as a crash would: SEGV is raised as a real invalid access)
+//   exit   instead of a signal, the process exits with status N (0-255)
 //
 // Example: RINGMEND_FAULT="rank=2,call=5,phase=allgather,step=1" kills member
 // 2 in the second allgather step of its fifth collective. If
@@ -37,6 +40,8 @@ struct FaultRule {
   FaultPhase phase = FaultPhase::Start;
   int step = 0;
   std::int64_t epoch = -1;  // -1 = any
+  int signal = 9;           // SIGKILL; 0 = exit with exit_status instead
+  int exit_status = 0;
 };
 
 // Throws Error(BadEnvironment) with the offending text on malformed input.

@@ -1,13 +1,18 @@
 // The Runtime: MPI start-up and a bounded shutdown.
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <mutex>
+#include <string>
 #include <thread>
 
+#include "ringmend/core/outcome.hpp"
 #include "runtime/communicator_impl.hpp"
 #include "transport/ucx_environment.hpp"
 #include "ulfm/launch_environment.hpp"
@@ -21,15 +26,38 @@ struct Runtime::Impl {
   std::string ft_status;
   std::unique_ptr<transport::UcxContext> ucx;
   std::unique_ptr<Communicator> world;
+  // What this rank tells its launcher (ringmend/core/outcome.hpp).
+  int outcome_fd = -1;
+  int recoveries = 0;
+  std::vector<int> lost;
 };
 
 namespace {
+
+// The launcher's pipe, when ringmend-rank started this process; -1 otherwise.
+int outcome_fd_from_environment() {
+  const char* v = std::getenv(outcome::kFdVariable);
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  const long fd = std::strtol(v, &end, 10);
+  if (*end || fd < 3 || fd > 1 << 20 || ::fcntl(static_cast<int>(fd), F_GETFD) < 0) return -1;
+  // The application's own children must not hold the launcher's pipe.
+  ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+  return static_cast<int>(fd);
+}
+
+// One write: the launcher reads what arrived when the rank has exited.
+void tell_launcher(int fd, const std::string& words) {
+  if (fd < 0) return;
+  const std::string line = words + "\n";
+  [[maybe_unused]] const ssize_t n = ::write(fd, line.data(), line.size());
+}
 
 // Runs `work`; if it has not returned after `seconds`, ends the process:
 // MPI_Finalize can hang after failures (the failed ranks' connections are
 // not always torn down), and an application that got this far succeeded.
 template <class F>
-void bounded(double seconds, const char* what, F&& work) {
+void bounded(double seconds, const char* what, int outcome_fd, F&& work) {
   std::mutex m;
   std::condition_variable cv;
   bool finished = false;
@@ -39,6 +67,7 @@ void bounded(double seconds, const char* what, F&& work) {
       std::fprintf(stderr,
                    "[ringmend] %s did not finish within %.0f s (RINGMEND_FINALIZE_TIMEOUT); exiting\n", what,
                    seconds);
+      tell_launcher(outcome_fd, std::string(outcome::kFinalizeTimeout) + "=1");
       std::fflush(stderr);
       std::fflush(stdout);
       ::_exit(0);
@@ -119,10 +148,26 @@ void Runtime::start(int* argc, char*** argv, const Options& options) {
   impl_->ucx = std::make_unique<transport::UcxContext>(self.ucx_net_device);
   impl_->world.reset(new Communicator(std::make_unique<Communicator::Impl>(
       impl_->settings, impl_->fault_tolerant, *impl_->ucx, MPI_COMM_WORLD, self.where)));
+  impl_->outcome_fd = outcome_fd_from_environment();
+  impl_->world->on_membership_change([impl = impl_.get()](const MembershipChange& change) {
+    ++impl->recoveries;
+    impl->lost.insert(impl->lost.end(), change.lost.begin(), change.lost.end());
+  });
 }
 
 Runtime::~Runtime() {
-  bounded(impl_->settings.finalize_timeout_seconds, "finalize", [&] {
+  // Reached by unwinding (the application is failing): not a normal finish.
+  if (std::uncaught_exceptions() == 0) {
+    const Communicator& w = *impl_->world;
+    std::string lost;
+    for (int id : impl_->lost) lost += (lost.empty() ? "" : ",") + std::to_string(id);
+    tell_launcher(impl_->outcome_fd, std::string(outcome::kFinished) + "=1 " + outcome::kEpoch + "=" +
+                                         std::to_string(w.epoch()) + " " + outcome::kSize + "=" +
+                                         std::to_string(w.size()) + " " + outcome::kRecoveries + "=" +
+                                         std::to_string(impl_->recoveries) + " " + outcome::kLost + "=" +
+                                         (lost.empty() ? "-" : lost));
+  }
+  bounded(impl_->settings.finalize_timeout_seconds, "finalize", impl_->outcome_fd, [&] {
     try {
       impl_->world->impl_->warn_unfired_faults();
       impl_->world->impl_->quiesce();

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ringmend_run_config.hpp"
+#include "slurm/job_outcome.hpp"
 #include "slurm/slurm.hpp"
 
 extern char** environ;
@@ -41,6 +42,7 @@ struct Options {
   double check_timeout = 120;
   std::vector<std::string> extra;  // pass-through mpirun arguments
   std::string mpirun;              // --mpirun
+  bool fail_on_loss = false;
   bool verbose = false;
   bool quiet = false;
   std::vector<std::string> program;
@@ -103,6 +105,8 @@ void usage(FILE* out) {
       "      --mpirun PATH       the mpirun to use\n"
       "      --dry-run           print the command and exit\n"
       "Other\n"
+      "      --fail-on-loss      exit 3 when any rank was lost, even if the job recovered\n"
+      "                          (for batch scripts that would rather requeue)\n"
       "  -v, --verbose           also say where mpirun and the FT arguments come from\n"
       "  -q, --quiet             do not print the command before running it\n"
       "  -h, --help              this text\n"
@@ -120,7 +124,15 @@ void usage(FILE* out) {
       "tolerance: Slurm ends the whole job step as soon as one rank dies, so no\n"
       "survivor is left to recover. ringmend says so when it starts that way.\n"
       "\n"
-      "Exit status: mpirun's; 2 when the job could not be started (the message says why).\n",
+      "Each rank runs under ringmend-rank, which reports how it ended. When mpirun is\n"
+      "done, ringmend-run prints a summary (ranks started, each rank lost: member id,\n"
+      "node, when and how).\n"
+      "Exit status (mpirun's own is 0 under fault tolerance, whatever happened)\n"
+      "  0  the ranks that were not lost finished normally\n"
+      "  N  a rank finished its work, then exited with status N (the first by member id)\n"
+      "  1  no rank finished normally (or the first non-zero exit status of a rank)\n"
+      "  2  the job could not be started (the message says why)\n"
+      "  3  ranks were lost and --fail-on-loss was given\n",
       RINGMEND_RUN_MPIEXEC[0] ? RINGMEND_RUN_MPIEXEC : "none recorded");
 }
 
@@ -155,6 +167,7 @@ enum LongOnly {
   kMca,
   kMpirunArg,
   kMpirun,
+  kFailOnLoss,
   kVersion,
 };
 
@@ -177,6 +190,7 @@ Options parse(int argc, char** argv) {
       {"mca", required_argument, nullptr, kMca},
       {"mpirun-arg", required_argument, nullptr, kMpirunArg},
       {"mpirun", required_argument, nullptr, kMpirun},
+      {"fail-on-loss", no_argument, nullptr, kFailOnLoss},
       {"verbose", no_argument, nullptr, 'v'},
       {"quiet", no_argument, nullptr, 'q'},
       {"help", no_argument, nullptr, 'h'},
@@ -241,6 +255,9 @@ Options parse(int argc, char** argv) {
         break;
       case kMpirun:
         o.mpirun = optarg;
+        break;
+      case kFailOnLoss:
+        o.fail_on_loss = true;
         break;
       case 'v':
         o.verbose = true;
@@ -487,6 +504,15 @@ std::string find_netcheck(const std::string& self_dir) {
               real_path(self_dir + "/" RINGMEND_RUN_BIN_TO_LIBEXEC) + ")"};
 }
 
+// ringmend-rank, which starts each rank and reports how it ended.
+std::string find_rank_launcher(const std::string& self_dir) {
+  for (const auto& c :
+       {self_dir + "/ringmend-rank", self_dir + "/" RINGMEND_RUN_BIN_TO_LIBEXEC "/ringmend-rank"})
+    if (executable_file(c)) return real_path(c);
+  throw Fatal{"ringmend-rank is missing (looked beside ringmend-run and in " +
+              real_path(self_dir + "/" RINGMEND_RUN_BIN_TO_LIBEXEC) + ")"};
+}
+
 void check_program(const std::string& program) {
   if (program.find('/') != std::string::npos) {
     struct stat st {};
@@ -630,6 +656,90 @@ NetcheckReport run_network_check(const std::vector<std::string>& nodes, const Co
   return report;
 }
 
+// --- the job ----------------------------------------------------------------
+
+volatile sig_atomic_t g_job = 0;
+
+// Signals sent to ringmend-run by a process (kill, scancel) go on to mpirun;
+// those from the terminal (Ctrl-C) reached mpirun already, as it shares
+// the terminal's process group.
+void forward_to_job(int sig, siginfo_t* info, void*) {
+  if (g_job > 0 && info->si_code <= 0) ::kill(g_job, sig);
+}
+
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Runs mpirun with its stderr through this process, which takes the rank
+// records out of it; returns the job's exit status after the summary.
+int run_job(const std::vector<std::string>& cmd, int ranks, const Options& o) {
+  const double job_start = wall_seconds();
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw Fatal{std::string("pipe: ") + std::strerror(errno)};
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Fatal{std::string("fork: ") + std::strerror(errno)};
+  if (pid == 0) {
+    ::dup2(fds[1], 2);
+    std::vector<char*> av;
+    for (const auto& a : cmd) av.push_back(const_cast<char*>(a.c_str()));
+    av.push_back(nullptr);
+    ::execv(av[0], av.data());
+    std::fprintf(stderr, "ringmend-run: error: cannot run %s: %s\n", av[0], std::strerror(errno));
+    ::_exit(2);
+  }
+  g_job = pid;
+  struct sigaction sa {};
+  sa.sa_sigaction = forward_to_job;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  ::sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) ::sigaction(sig, &sa, nullptr);
+  ::close(fds[1]);
+
+  std::vector<RankRecord> records;
+  std::string pending;
+  auto pass_on = [&](std::string_view line) {
+    if (auto taken = take_record(line)) {
+      records.push_back(std::move(taken->record));
+      if (!taken->text_before.empty()) {
+        const std::string text = taken->text_before + "\n";
+        std::fputs(text.c_str(), stderr);
+      }
+    } else {
+      std::fwrite(line.data(), 1, line.size(), stderr);
+    }
+  };
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buf, static_cast<std::size_t>(n));
+    std::size_t from = 0;
+    for (std::size_t nl; (nl = pending.find('\n', from)) != std::string::npos; from = nl + 1)
+      pass_on(std::string_view(pending).substr(from, nl + 1 - from));
+    pending.erase(0, from);
+    std::fflush(stderr);
+  }
+  if (!pending.empty()) pass_on(pending);
+  ::close(fds[0]);
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  g_job = 0;
+
+  JudgeOptions j;
+  j.ranks_started = ranks;
+  j.mpirun_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  j.fail_on_loss = o.fail_on_loss;
+  j.job_start = job_start;
+  const Verdict v = judge(std::move(records), j);
+  std::fflush(stdout);
+  for (std::size_t i = 0; i < v.lines.size(); ++i)
+    std::fprintf(stderr, "ringmend-run: %s%s\n", i == 0 ? "summary: " : "", v.lines[i].c_str());
+  return v.exit_status;
+}
+
 int run(int argc, char** argv) {
   Options o = parse(argc, argv);
   const std::string self_dir = self_directory();
@@ -669,6 +779,7 @@ int run(int argc, char** argv) {
   c.forward_env = ringmend_variables();
   c.extra = o.extra;
   c.program = o.program;
+  if (!o.network_check_only) c.program.insert(c.program.begin(), find_rank_launcher(self_dir));
 
   Placement placement;
   std::string where;
@@ -741,11 +852,7 @@ int run(int argc, char** argv) {
     std::fflush(stderr);
   }
   std::fflush(stdout);
-  std::vector<char*> av;
-  for (const auto& s : cmd) av.push_back(const_cast<char*>(s.c_str()));
-  av.push_back(nullptr);
-  ::execv(av[0], av.data());
-  throw Fatal{"cannot run " + cmd[0] + ": " + std::strerror(errno)};
+  return run_job(cmd, placement.ranks, o);
 }
 
 }  // namespace

@@ -68,6 +68,8 @@ while IFS= read -r a; do
 done < <(grep -v '^[[:space:]]*#' "$src/ulfm/ft_mpirun_args.txt" | grep -v '^[[:space:]]*$')
 [ -n "$ft" ] || fail "no FT arguments in $src/ulfm/ft_mpirun_args.txt"
 head="$mpirun $root$ft"
+# Every rank starts under ringmend-rank, which reports how it ended.
+rank=$(realpath "$(dirname "$run")/ringmend-rank")
 alloc=(MPIEXEC="$mpirun" SLURM_JOB_ID=42 'SLURM_JOB_NODELIST=n[001-004,010],gpu[1-2]' 'SLURM_TASKS_PER_NODE=2(x3),1(x3),4')
 
 case "$what" in
@@ -84,36 +86,36 @@ help)
 dry_run)
   rr MPIEXEC="$mpirun" -- --dry-run -n 2 "$app" --steps=3
   ok "local summary" "# not in a Slurm allocation: 2 ranks on this machine; fault tolerance on (Open MPI 5"
-  command_is "local command" "$head-np 2 $app --steps=3"
+  command_is "local command" "$head-np 2 $rank $app --steps=3"
   rr "${alloc[@]}" -- --dry-run "$app"
   ok "allocation summary" "# Slurm job 42: 13 ranks on n001:2,n002:2,n003:2,n004:1,n010:1,gpu1:1,gpu2:4"
-  command_is "every slot" "$head--host n001:2,n002:2,n003:2,n004:1,n010:1,gpu1:1,gpu2:4 --map-by slot -np 13 $app"
+  command_is "every slot" "$head--host n001:2,n002:2,n003:2,n004:1,n010:1,gpu1:1,gpu2:4 --map-by slot -np 13 $rank $app"
   rr "${alloc[@]}" -- --dry-run -n 5 "$app"
-  command_is "-n 5 fills nodes in order" "$head--host n001:2,n002:2,n003:1 --map-by slot -np 5 $app"
+  command_is "-n 5 fills nodes in order" "$head--host n001:2,n002:2,n003:1 --map-by slot -np 5 $rank $app"
   rr "${alloc[@]}" -- --dry-run --ranks-per-node 1 -n 3 "$app"
-  command_is "--ranks-per-node 1 -n 3" "$head--host n001:1,n002:1,n003:1 --map-by slot -np 3 $app"
+  command_is "--ranks-per-node 1 -n 3" "$head--host n001:1,n002:1,n003:1 --map-by slot -np 3 $rank $app"
   rr "${alloc[@]}" -- --dry-run -N 2 "$app"
-  command_is "-N 2" "$head--host n001:2,n002:2 --map-by slot -np 4 $app"
+  command_is "-N 2" "$head--host n001:2,n002:2 --map-by slot -np 4 $rank $app"
   rr "${alloc[@]}" -- --dry-run -N 2 -n 2 "$app"
-  command_is "-N 2 -n 2 spreads" "$head--host n001:1,n002:1 --map-by slot -np 2 $app"
+  command_is "-N 2 -n 2 spreads" "$head--host n001:1,n002:1 --map-by slot -np 2 $rank $app"
   rr "${alloc[@]}" -- --dry-run --no-ft -n 2 "$app"
   ok "--no-ft summary" "fault tolerance OFF (--no-ft)"
-  command_is "--no-ft" "$mpirun $root--host n001:2 --map-by slot -np 2 $app"
+  command_is "--no-ft" "$mpirun $root--host n001:2 --map-by slot -np 2 $rank $app"
   rr "${alloc[@]}" -- --dry-run -n 2 -x FOO=1 --mca btl_tcp_if_include lo --mpirun-arg=--report-bindings \
     "$app" a 'b c' -n 7
   command_is "pass-through, program arguments kept" \
-    "$head--host n001:2 --map-by slot -np 2 -x FOO=1 --mca btl_tcp_if_include lo --report-bindings $app a 'b c' -n 7"
+    "$head--host n001:2 --map-by slot -np 2 -x FOO=1 --mca btl_tcp_if_include lo --report-bindings $rank $app a 'b c' -n 7"
   rr "${alloc[@]}" SLURM_CPUS_PER_TASK=2 -- --dry-run -n 2 "$app"
-  command_is "cpus per task" "$head--host n001:2 --map-by slot:PE=2 -np 2 $app"
+  command_is "cpus per task" "$head--host n001:2 --map-by slot:PE=2 -np 2 $rank $app"
   rr "${alloc[@]}" RINGMEND_TIMEOUT=30 RINGMEND_ROOT=/opt/x -- --dry-run -n 2 -- "$app"
-  command_is "RINGMEND_* forwarded, the module's own not" "$head--host n001:2 --map-by slot -np 2 -x RINGMEND_TIMEOUT $app"
+  command_is "RINGMEND_* forwarded, the module's own not" "$head--host n001:2 --map-by slot -np 2 -x RINGMEND_TIMEOUT $rank $app"
   rr "${alloc[@]}" -- --dry-run -n 20 --oversubscribe "$app"
   command_is "--oversubscribe" \
-    "$head--host n001:3,n002:3,n003:3,n004:2,n010:2,gpu1:2,gpu2:5 --map-by slot -np 20 --oversubscribe $app"
+    "$head--host n001:3,n002:3,n003:3,n004:2,n010:2,gpu1:2,gpu2:5 --map-by slot -np 20 --oversubscribe $rank $app"
   printf '# a site copy\n--with-ft\nulfm\n\n--mca\nbtl_tcp_if_include\nib0\n' >"$work/ft.txt"
   rr MPIEXEC="$mpirun" RINGMEND_FT_ARGS_FILE="$work/ft.txt" -- --dry-run -v -n 1 "$app"
   ok "RINGMEND_FT_ARGS_FILE" "FT arguments from $work/ft.txt"
-  command_is "RINGMEND_FT_ARGS_FILE command" "$mpirun $root--with-ft ulfm --mca btl_tcp_if_include ib0 -np 1 $app"
+  command_is "RINGMEND_FT_ARGS_FILE command" "$mpirun $root--with-ft ulfm --mca btl_tcp_if_include ib0 -np 1 $rank $app"
   rr MPIEXEC="$mpirun" -- --dry-run -v -n 1 "$app"
   ok "FT arguments from the one file (build tree)" "FT arguments from $(realpath "$src/ulfm/ft_mpirun_args.txt")"
   rr MPIEXEC="$mpirun" -- --dry-run --network-check -n 1 "$app"
@@ -124,7 +126,7 @@ dry_run)
   ok "a dry run shows the network check without running it" "# network check (not run by --dry-run" \
     "--host n001:1,n002:1,n003:1,n004:1,n010:1,gpu1:1,gpu2:1 --map-by slot -np 7 " "ringmend-netcheck" \
     "'--nodes=n[001-004,010],gpu[1-2]' --ratio=0.3 --min-bw=0 --seconds=0.15"
-  command_is "the command after a dry network check" "$head--host n001:2 --map-by slot -np 2 $app"
+  command_is "the command after a dry network check" "$head--host n001:2 --map-by slot -np 2 $rank $app"
   ;;
 
 errors)
@@ -198,8 +200,35 @@ local)
     -n 3 --oversubscribe "$app" --steps=20
   ok "local run survives a killed rank" "fault tolerance on" "membership change: lost member(s) 1; 3 -> 2 ranks" \
     "MATCHES the reference"
+  ok "its summary names the loss" "summary: 3 ranks started, 2 finished normally, 1 lost; 1 recovery, final size 2" \
+    "member 1 on $(hostname): killed by SIGKILL" "exit status 0: the survivors finished normally"
   rr MPIEXEC="$mpirun" RINGMEND_TIMEOUT=60 -- --no-ft -n 2 "$app" --steps=5
-  ok "local run with --no-ft" "fault tolerance OFF" "MATCHES the reference"
+  ok "local run with --no-ft" "fault tolerance OFF" "MATCHES the reference" "exit status 0: every rank finished normally"
+
+  # The exit status tells what happened (mpirun with ULFM exits 0 whatever).
+  # status NAME WANT STRING...: exit status WANT and every STRING in the output.
+  status() {
+    local name=$1 want=$2 s
+    shift 2
+    [ "$rc" -eq "$want" ] || { fail "$name: exit status $rc, expected $want: $out"; return; }
+    for s in "$@"; do grep -qF -- "$s" <<<"$out" || { fail "$name: no '$s' in:"$'\n'"$out"; return; }; done
+    pass "$name"
+  }
+  rr MPIEXEC="$mpirun" RINGMEND_TIMEOUT=60 RINGMEND_FAULT="rank=0,call=3,phase=start,signal=SEGV;rank=1,call=3,phase=start,signal=SEGV" \
+    -- -q -n 2 "$app" --steps=8
+  status "every rank crashed: not a success" 1 "2 ranks started, 0 finished normally, 2 lost" \
+    "member 0 on $(hostname): crashed with SIGSEGV (a crash is probably a bug" "member 1 on $(hostname): crashed with SIGSEGV" \
+    "exit status 1: no rank finished normally"
+  rr MPIEXEC="$mpirun" RINGMEND_TIMEOUT=60 RINGMEND_FAULT=rank=1,call=3,phase=start,exit=3 -- -q -n 3 --oversubscribe "$app" --steps=8
+  status "a rank that exits 3 mid-run is a loss the others recover from" 0 "MATCHES the reference" \
+    "3 ranks started, 2 finished normally, 1 lost" "member 1 on $(hostname): exited with status 3"
+  rr MPIEXEC="$mpirun" RINGMEND_TIMEOUT=60 RINGMEND_FAULT=rank=2,call=4,phase=start -- -q --fail-on-loss -n 3 --oversubscribe "$app" --steps=8
+  status "--fail-on-loss" 3 "MATCHES the reference" "killed by SIGKILL" "exit status 3: ranks were lost and --fail-on-loss"
+  rr MPIEXEC="$mpirun" RINGMEND_TIMEOUT=60 -- -q -n 2 sh -c "\"$app\" --steps=4 && exit 5"
+  status "a survivor's own non-zero status is the job's" 5 "MATCHES the reference" \
+    "finished its work, then exited with status 5" "exit status 5: a rank that finished its work exited with it"
+  rr MPIEXEC="$mpirun" -- -q -n 2 sh -c 'exit 4'
+  status "a program that fails on every rank" 4 "2 ranks started, 0 finished normally, 2 lost" "exited with status 4"
   ;;
 
 *)

@@ -48,3 +48,19 @@ TEST(FaultInjector, KillsTheProcessAtTheMatchingPoint) {
   f.at(FaultPhase::Allgather, 3, 2, 0);  // wrong call: survives
   EXPECT_EXIT(f.at(FaultPhase::Allgather, 4, 2, 0), ::testing::KilledBySignal(SIGKILL), "");
 }
+
+TEST(FaultInjector, DiesTheWayTheRuleSays) {
+  const auto rules = parse_fault_spec(
+      "rank=0,call=1,phase=start,signal=SEGV;rank=0,call=2,phase=start,exit=3;rank=0,call=3,phase=start,"
+      "signal=TERM");
+  ASSERT_EQ(rules.size(), 3u);
+  EXPECT_EQ(rules[0].signal, SIGSEGV);
+  EXPECT_EQ(rules[1].signal, 0);
+  EXPECT_EQ(rules[1].exit_status, 3);
+  FaultInjector f(rules, 0, "");
+  EXPECT_EXIT(f.at(FaultPhase::Start, 1, 0, 0), ::testing::KilledBySignal(SIGSEGV), "dies of SIGSEGV");
+  EXPECT_EXIT(f.at(FaultPhase::Start, 2, 0, 0), ::testing::ExitedWithCode(3), "exits with status 3");
+  EXPECT_EXIT(f.at(FaultPhase::Start, 3, 0, 0), ::testing::KilledBySignal(SIGTERM), "dies of SIGTERM");
+  for (const char* bad : {"rank=0,call=1,phase=start,signal=HUP", "rank=0,call=1,phase=start,exit=256"})
+    EXPECT_THROW(parse_fault_spec(bad), Error) << bad;
+}

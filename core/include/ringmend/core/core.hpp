@@ -6,12 +6,15 @@
 //   * options.hpp: Options (what a program asks for) and Settings (every
 //     setting resolved from code, then RINGMEND_* variables, then the one set
 //     of defaults, validated in one place);
-//   * sizes.hpp: Range/split() and align_up().
+//   * sizes.hpp: Range/split() and align_up();
+//   * outcome.hpp: the words a rank tells its launcher about how its run
+//     ended (the Runtime writes them, ringmend-run's summary reads them).
 // The public headers (runtime/include/ringmend/ringmend.hpp) re-export what
 // applications need of it.
 #pragma once
 
 #include "ringmend/core/error.hpp"
 #include "ringmend/core/options.hpp"
+#include "ringmend/core/outcome.hpp"
 #include "ringmend/core/sizes.hpp"
 #include "ringmend/core/types.hpp"

@@ -1,0 +1,24 @@
+// How a member's run ended, as it tells the process that launched it.
+//
+// ringmend-run starts every rank through a small launcher (ringmend-rank)
+// that sees the rank's exit status and signal, which MPI's launcher does not
+// pass on under fault tolerance. The launcher opens a pipe and names its
+// write end in RINGMEND_OUTCOME_FD; the Runtime writes there, as key=value
+// words, what only the rank knows: that it finished normally, in which
+// epoch and at which size, and whom it saw lost. Without the variable (any
+// other launcher) nothing is written.
+#pragma once
+
+namespace ringmend::outcome {
+
+inline constexpr const char* kFdVariable = "RINGMEND_OUTCOME_FD";
+
+// The words (key=value, space-separated; values have no spaces).
+inline constexpr const char* kFinished = "finished";                 // 1: the Runtime shut down normally
+inline constexpr const char* kEpoch = "epoch";                       // the last epoch
+inline constexpr const char* kSize = "size";                         // ranks in it
+inline constexpr const char* kRecoveries = "recoveries";             // membership changes seen
+inline constexpr const char* kLost = "lost";                         // member ids, comma-separated, or -
+inline constexpr const char* kFinalizeTimeout = "finalize_timeout";  // 1: the shutdown watchdog fired
+
+}  // namespace ringmend::outcome

@@ -1,0 +1,198 @@
+#include "slurm/job_outcome.hpp"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <sstream>
+
+#include "ringmend/core/outcome.hpp"
+
+namespace ringmend::slurm {
+namespace {
+
+std::string word(const RankRecord& r, const char* key, const std::string& otherwise = "") {
+  auto it = r.words.find(key);
+  return it == r.words.end() ? otherwise : it->second;
+}
+
+long number(const RankRecord& r, const char* key, long otherwise) {
+  const std::string v = word(r, key);
+  char* end = nullptr;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  return v.empty() || *end ? otherwise : n;
+}
+
+std::string seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f s", s);
+  return text;
+}
+
+std::string clock_time(double t) {
+  const std::time_t whole = static_cast<std::time_t>(t);
+  std::tm tm{};
+  ::localtime_r(&whole, &tm);
+  char text[32];
+  std::snprintf(text, sizeof text, "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>((t - static_cast<double>(whole)) * 1000));
+  return text;
+}
+
+// A rank that shut its Runtime down and exited 0 (a program without a
+// Runtime: that exited 0).
+bool finished_normally(const RankRecord& r) { return r.how == RankRecord::End::Exited && r.code == 0; }
+
+// A survivor that finished its work, then exited non-zero: the
+// application's own verdict, which the job's status passes on.
+bool survivor_failed(const RankRecord& r) {
+  return r.runtime_finished() && r.how == RankRecord::End::Exited && r.code != 0;
+}
+
+std::string how_it_ended(const RankRecord& r) {
+  switch (r.how) {
+    case RankRecord::End::Exited:
+      return "exited with status " + std::to_string(r.code);
+    case RankRecord::End::Signaled:
+      if (r.code == SIGKILL) return "killed by SIGKILL";
+      if (crash_signal(r.code))
+        return "crashed with " + signal_name(r.code) +
+               " (a crash is probably a bug, in the program or in ringmend: its output above may hold "
+               "a backtrace)";
+      return "ended by " + signal_name(r.code);
+  }
+  return "?";
+}
+
+}  // namespace
+
+bool RankRecord::runtime_finished() const { return word(*this, outcome::kFinished) == "1"; }
+bool RankRecord::finalize_timed_out() const { return word(*this, outcome::kFinalizeTimeout) == "1"; }
+
+bool crash_signal(int sig) {
+  return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT ||
+         sig == SIGSYS || sig == SIGTRAP;
+}
+
+std::string signal_name(int sig) {
+  if (const char* abbrev = ::sigabbrev_np(sig)) return std::string("SIG") + abbrev;
+  return "signal " + std::to_string(sig);
+}
+
+std::string rank_record(const RankRecord& r, const std::string& runtime_words) {
+  char head[256];
+  const std::string status =
+      (r.how == RankRecord::End::Signaled ? "signal:" : "exit:") + std::to_string(r.code);
+  std::snprintf(head, sizeof head, " member=%d host=%s pid=%ld start=%.3f end=%.3f status=%s", r.member,
+                r.host.empty() ? "?" : r.host.c_str(), r.pid, r.start, r.end, status.c_str());
+  std::string line = std::string(kRecordMarker) + head;
+  // The Runtime's words, on one line; anything without '=' is dropped.
+  std::istringstream in(runtime_words);
+  for (std::string w; in >> w;)
+    if (w.find('=') != std::string::npos && w.find('=') > 0) line += " " + w;
+  return line;
+}
+
+std::optional<TakenRecord> take_record(std::string_view line) {
+  const std::size_t at = line.find(kRecordMarker);
+  if (at == std::string_view::npos) return std::nullopt;
+  TakenRecord t;
+  t.text_before = std::string(line.substr(0, at));
+  std::istringstream in(std::string(line.substr(at + kRecordMarker.size())));
+  for (std::string w; in >> w;) {
+    const std::size_t eq = w.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    t.record.words[w.substr(0, eq)] = w.substr(eq + 1);
+  }
+  RankRecord& r = t.record;
+  r.member = static_cast<int>(number(r, "member", -1));
+  if (r.member < 0) return std::nullopt;  // not one of ours after all
+  r.host = word(r, "host", "?");
+  r.pid = number(r, "pid", 0);
+  r.start = std::strtod(word(r, "start", "0").c_str(), nullptr);
+  r.end = std::strtod(word(r, "end", "0").c_str(), nullptr);
+  const std::string status = word(r, "status");
+  if (status.rfind("signal:", 0) == 0) {
+    r.how = RankRecord::End::Signaled;
+    r.code = std::atoi(status.c_str() + 7);
+  } else if (status.rfind("exit:", 0) == 0) {
+    r.code = std::atoi(status.c_str() + 5);
+  } else {
+    return std::nullopt;
+  }
+  return t;
+}
+
+Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
+  std::sort(records.begin(), records.end(),
+            [](const RankRecord& a, const RankRecord& b) { return a.member < b.member; });
+  Verdict v;
+  int finished = 0, lost = 0, survivor_status = 0, lost_status = 0;
+  long epoch = -1, size = -1, recoveries = 0;
+  std::vector<std::string> losses;
+  std::vector<bool> seen(static_cast<std::size_t>(std::max(o.ranks_started, 0)), false);
+  for (const RankRecord& r : records) {
+    if (r.member < static_cast<int>(seen.size())) seen[static_cast<std::size_t>(r.member)] = true;
+    const std::string where = "member " + std::to_string(r.member) + " on " + r.host;
+    const double after = r.end - (o.job_start > 0 ? o.job_start : r.start);
+    if (r.finalize_timed_out())
+      v.lines.push_back(where + ": MPI_Finalize did not return in time; the shutdown watchdog ended it " +
+                        "(RINGMEND_FINALIZE_TIMEOUT)");
+    if (finished_normally(r)) {
+      ++finished;
+      if (number(r, outcome::kEpoch, -1) > epoch) {
+        epoch = number(r, outcome::kEpoch, -1);
+        size = number(r, outcome::kSize, -1);
+      }
+      recoveries = std::max(recoveries, number(r, outcome::kRecoveries, 0));
+      continue;
+    }
+    if (survivor_failed(r)) {
+      if (survivor_status == 0) survivor_status = r.code;
+      losses.push_back(where + ": finished its work, then exited with status " + std::to_string(r.code));
+      continue;
+    }
+    ++lost;
+    if (r.how == RankRecord::End::Exited && lost_status == 0) lost_status = r.code;
+    losses.push_back(where + ": " + how_it_ended(r) +
+                     (r.runtime_finished() ? " after finishing its work" : "") + ", " + seconds(after) +
+                     " after the start (" + clock_time(r.end) + ", pid " + std::to_string(r.pid) + ")");
+  }
+  for (std::size_t m = 0; m < seen.size(); ++m)
+    if (!seen[m]) {
+      ++lost;
+      losses.push_back("member " + std::to_string(m) +
+                       ": no record of how it ended (its node may have been lost, or its launcher killed)");
+    }
+
+  std::string head = std::to_string(o.ranks_started) + " ranks started, " + std::to_string(finished) +
+                     " finished normally, " + std::to_string(lost) + " lost";
+  if (epoch >= 0)
+    head += "; " + std::to_string(recoveries) + (recoveries == 1 ? " recovery" : " recoveries") +
+            ", final size " + std::to_string(size) + " (epoch " + std::to_string(epoch) + ")";
+  v.lines.insert(v.lines.begin(), head);
+  for (const auto& l : losses) v.lines.push_back("  " + l);
+
+  if (survivor_status != 0) {
+    v.exit_status = survivor_status;
+    v.lines.push_back("exit status " + std::to_string(v.exit_status) +
+                      ": a rank that finished its work exited with it");
+  } else if (finished == 0) {
+    v.exit_status = lost_status != 0 ? lost_status : o.mpirun_status != 0 ? o.mpirun_status : 1;
+    v.lines.push_back("exit status " + std::to_string(v.exit_status) + ": no rank finished normally");
+  } else if (lost > 0 && o.fail_on_loss) {
+    v.exit_status = 3;
+    v.lines.push_back("exit status 3: ranks were lost and --fail-on-loss was given");
+  } else if (lost > 0) {
+    v.lines.push_back(
+        "exit status 0: the survivors finished normally after the job recovered from its losses");
+  } else {
+    v.lines.push_back("exit status 0: every rank finished normally");
+  }
+  return v;
+}
+
+}  // namespace ringmend::slurm

@@ -1,0 +1,68 @@
+// How a job ended, from what each of its ranks reported.
+//
+// Under fault tolerance, Open MPI's mpirun exits 0 whatever happened to the
+// ranks, so ringmend-run starts each rank through ringmend-rank, which waits
+// for it and prints one record line (rank_record()) on the rank's stderr;
+// mpirun forwards it, ringmend-run takes it out of the stream (take_record())
+// and, once mpirun is done, judges the job (judge()) and prints a summary.
+//
+// A rank record: the marker, then key=value words, values without spaces:
+//   member host pid start end (seconds since the epoch) status (exit:N or
+//   signal:N) and what the Runtime itself said (the words of
+//   ringmend/core/outcome.hpp: finished, epoch, size, recoveries, lost,
+//   finalize_timeout).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ringmend::slurm {
+
+inline constexpr std::string_view kRecordMarker = "@@ringmend-rank-outcome@@";
+
+struct RankRecord {
+  int member = -1;
+  std::string host;
+  long pid = 0;
+  double start = 0, end = 0;
+  enum class End { Exited, Signaled } how = End::Exited;
+  int code = 0;                              // exit status, or the signal
+  std::map<std::string, std::string> words;  // everything, as read (the Runtime's words too)
+
+  bool runtime_finished() const;
+  bool finalize_timed_out() const;
+};
+
+// The line ringmend-rank prints (without a newline).
+std::string rank_record(const RankRecord& r, const std::string& runtime_words);
+
+// A line of mpirun's stderr: if it carries a record, the record and the
+// text before the marker (output of the rank that had no newline yet).
+struct TakenRecord {
+  RankRecord record;
+  std::string text_before;
+};
+std::optional<TakenRecord> take_record(std::string_view line);
+
+// The verdict over the job.
+struct JudgeOptions {
+  int ranks_started = 0;      // as many ranks as mpirun was asked for
+  int mpirun_status = 0;      // mpirun's own exit status
+  bool fail_on_loss = false;  // any lost rank fails the job
+  double job_start = 0;       // seconds since the epoch, for "when"
+};
+struct Verdict {
+  int exit_status = 0;
+  std::vector<std::string> lines;  // the summary, one line each, without a prefix
+};
+Verdict judge(std::vector<RankRecord> records, const JudgeOptions& options);
+
+// SIGSEGV and the like: the process itself went wrong (a probable bug),
+// unlike SIGKILL or SIGTERM, which come from outside.
+bool crash_signal(int sig);
+std::string signal_name(int sig);
+
+}  // namespace ringmend::slurm

@@ -1,0 +1,162 @@
+// ringmend-rank: starts one rank of a ringmend-run job and reports how it
+// ended (slurm/job_outcome.hpp says why).
+//
+//   ringmend-rank program [arguments...]
+//
+// It forks the program (which inherits everything, MPI's environment
+// included, and dies with this process), passes on the signals it gets,
+// waits and prints one record line on stderr. Then it ends so that MPI's
+// launcher draws the right conclusion, which is not always the program's
+// own ending (the record keeps that):
+//   * killed by a signal: the same signal (a process failure, which the
+//     other ranks recover from);
+//   * exited N != 0 before its Runtime finished: SIGKILL, for the same
+//     reason (mpirun would otherwise end the whole job: a non-zero exit is
+//     an error of the job to it, a signal a failure of one process);
+//   * its Runtime finished: exit 0, whatever the program's status (mpirun
+//     would otherwise end the others while they finalize); ringmend-run
+//     takes the status from the record;
+//   * otherwise, the program's exit status.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "ringmend/core/outcome.hpp"
+#include "slurm/job_outcome.hpp"
+
+namespace {
+
+volatile sig_atomic_t g_child = 0;
+
+void pass_on(int sig) {
+  if (g_child > 0) ::kill(g_child, sig);
+}
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The member id of a rank that starts with the job is its MPI_COMM_WORLD
+// rank, which the MPI launcher puts in the environment.
+int member_from_environment() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"})
+    if (const char* v = std::getenv(name); v && *v) return std::atoi(v);
+  return -1;
+}
+
+std::string read_all(int fd) {
+  std::string words;
+  char buf[1024];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      words.append(buf, static_cast<std::size_t>(n));
+      if (words.size() > 16384) break;
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;  // EOF, or nothing more now (the program's own children may hold the pipe)
+    }
+  }
+  return words;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
+    std::fprintf(argc < 2 ? stderr : stdout,
+                 "Usage: ringmend-rank program [arguments...]\n"
+                 "Runs one rank of a ringmend-run job and reports how it ended; ringmend-run\n"
+                 "inserts it into the mpirun command. Not meant to be run by hand.\n");
+    return argc < 2 ? 2 : 0;
+  }
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "ringmend-rank: pipe: %s\n", std::strerror(errno));
+    return 2;
+  }
+  ::fcntl(report[0], F_SETFL, O_NONBLOCK);
+  ringmend::slurm::RankRecord r;
+  r.member = member_from_environment();
+  // The node as Slurm names it (what an operator drains), else the host.
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  const char* slurm_node = std::getenv("SLURMD_NODENAME");
+  r.host = slurm_node && *slurm_node ? slurm_node : host;
+  r.start = now();
+  const pid_t parent = ::getpid();
+
+  // Signals that arrive from now on go to the program.
+  struct sigaction pass {};
+  pass.sa_handler = pass_on;
+  ::sigemptyset(&pass.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT})
+    ::sigaction(sig, &pass, nullptr);
+
+  const pid_t child = ::fork();
+  if (child < 0) {
+    std::fprintf(stderr, "ringmend-rank: fork: %s\n", std::strerror(errno));
+    return 2;
+  }
+  if (child == 0) {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT})
+      ::sigaction(sig, &dfl, nullptr);
+    // The rank must not outlive its launcher (MPI's daemon kills only this one).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(137);
+    const int fd = ::fcntl(report[1], F_DUPFD, 3);  // without O_CLOEXEC: the program keeps it
+    ::setenv(ringmend::outcome::kFdVariable, std::to_string(fd).c_str(), 1);
+    ::execvp(argv[1], argv + 1);
+    std::fprintf(stderr, "ringmend-rank: cannot run %s: %s\n", argv[1], std::strerror(errno));
+    ::_exit(127);
+  }
+  g_child = child;
+  r.pid = child;
+  ::close(report[1]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.end = now();
+  if (WIFSIGNALED(status)) {
+    r.how = ringmend::slurm::RankRecord::End::Signaled;
+    r.code = WTERMSIG(status);
+  } else {
+    r.code = WEXITSTATUS(status);
+  }
+  // A line of the program's own that had no newline yet keeps the record
+  // company: ringmend-run separates them.
+  std::string words = read_all(report[0]);
+  std::replace(words.begin(), words.end(), '\n', ' ');
+  const std::string line = ringmend::slurm::rank_record(r, words) + "\n";
+  const bool finished =
+      (" " + words + " ").find(std::string(" ") + ringmend::outcome::kFinished + "=1 ") != std::string::npos;
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+
+  int end_signal = 0;
+  if (r.how == ringmend::slurm::RankRecord::End::Signaled)
+    end_signal = r.code;
+  else if (r.code != 0 && !finished)
+    end_signal = SIGKILL;
+  else
+    return finished ? 0 : r.code;
+  // No core file of this process.
+  struct rlimit no_core {};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  ::signal(end_signal, SIG_DFL);
+  ::kill(::getpid(), end_signal);
+  return 128 + end_signal;
+}

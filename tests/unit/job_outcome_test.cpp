@@ -1,0 +1,123 @@
+// Rank records and the verdict over a job (slurm/job_outcome.hpp).
+#include "slurm/job_outcome.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+namespace ringmend::slurm {
+namespace {
+
+RankRecord rank(int member, RankRecord::End how, int code, const std::string& runtime_words = "") {
+  RankRecord r;
+  r.member = member;
+  r.host = "node" + std::to_string(member / 2);
+  r.pid = 1000 + member;
+  r.start = 100.0;
+  r.end = 102.5;
+  r.how = how;
+  r.code = code;
+  // Through the line, as ringmend-run gets it.
+  return take_record(rank_record(r, runtime_words))->record;
+}
+
+RankRecord finished(int member, int epoch = 0, int size = 2, int recoveries = 0) {
+  return rank(member, RankRecord::End::Exited, 0,
+              "finished=1 epoch=" + std::to_string(epoch) + " size=" + std::to_string(size) +
+                  " recoveries=" + std::to_string(recoveries) + " lost=-");
+}
+
+std::string all(const Verdict& v) {
+  std::string s;
+  for (const auto& l : v.lines) s += l + "\n";
+  return s;
+}
+
+JudgeOptions started(int n) {
+  JudgeOptions o;
+  o.ranks_started = n;
+  o.job_start = 100.0;
+  return o;
+}
+
+TEST(RankRecord, SurvivesItsLine) {
+  const RankRecord r = rank(3, RankRecord::End::Signaled, SIGSEGV, "finished=1 epoch=2 size=5 not-a-word");
+  EXPECT_EQ(r.member, 3);
+  EXPECT_EQ(r.host, "node1");
+  EXPECT_EQ(r.pid, 1003);
+  EXPECT_DOUBLE_EQ(r.end, 102.5);
+  EXPECT_EQ(r.how, RankRecord::End::Signaled);
+  EXPECT_EQ(r.code, SIGSEGV);
+  EXPECT_TRUE(r.runtime_finished());
+  EXPECT_EQ(r.words.at("epoch"), "2");
+  EXPECT_EQ(r.words.count("not-a-word"), 0u);
+}
+
+TEST(RankRecord, TextBeforeTheMarkerIsTheProgramsOwn) {
+  RankRecord r;
+  r.member = 0;
+  const auto taken = take_record("partial output" + rank_record(r, ""));
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(taken->text_before, "partial output");
+  EXPECT_FALSE(take_record("an ordinary line\n"));
+  EXPECT_FALSE(take_record(std::string(kRecordMarker) + " member=x status=exit:0"));
+}
+
+TEST(Judge, EveryRankFinished) {
+  const Verdict v = judge({finished(1), finished(0)}, started(2));
+  EXPECT_EQ(v.exit_status, 0);
+  EXPECT_NE(all(v).find("2 ranks started, 2 finished normally, 0 lost"), std::string::npos) << all(v);
+}
+
+TEST(Judge, RecoveredLossesAreASuccessUnlessFailOnLoss) {
+  std::vector<RankRecord> records{finished(0, 1, 2, 1), rank(1, RankRecord::End::Signaled, SIGKILL),
+                                  finished(2, 1, 2, 1)};
+  const Verdict v = judge(records, started(3));
+  EXPECT_EQ(v.exit_status, 0);
+  const std::string text = all(v);
+  EXPECT_NE(text.find("3 ranks started, 2 finished normally, 1 lost; 1 recovery, final size 2 (epoch 1)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("member 1 on node0: killed by SIGKILL, 2.50 s after the start"), std::string::npos)
+      << text;
+  JudgeOptions strict = started(3);
+  strict.fail_on_loss = true;
+  EXPECT_EQ(judge(records, strict).exit_status, 3);
+}
+
+TEST(Judge, NoRankFinishedIsAFailure) {
+  const Verdict v = judge(
+      {rank(0, RankRecord::End::Signaled, SIGSEGV), rank(1, RankRecord::End::Signaled, SIGSEGV)}, started(2));
+  EXPECT_EQ(v.exit_status, 1);
+  EXPECT_NE(all(v).find("crashed with SIGSEGV (a crash is probably a bug"), std::string::npos) << all(v);
+  // The first non-zero exit status of a lost rank, when there is one.
+  EXPECT_EQ(judge({rank(0, RankRecord::End::Exited, 4), rank(1, RankRecord::End::Exited, 4)}, started(2))
+                .exit_status,
+            4);
+}
+
+TEST(Judge, ASurvivorsOwnStatusIsTheJobs) {
+  const Verdict v =
+      judge({finished(0), rank(1, RankRecord::End::Exited, 5, "finished=1 epoch=0 size=2")}, started(2));
+  EXPECT_EQ(v.exit_status, 5);
+  EXPECT_NE(all(v).find("member 1 on node0: finished its work, then exited with status 5"), std::string::npos)
+      << all(v);
+}
+
+TEST(Judge, AMissingRecordIsALoss) {
+  const Verdict v = judge({finished(0, 1, 1, 1)}, started(2));
+  EXPECT_EQ(v.exit_status, 0);
+  EXPECT_NE(all(v).find("member 1: no record of how it ended"), std::string::npos) << all(v);
+}
+
+TEST(Judge, TheWatchdogIsReported) {
+  RankRecord r = rank(0, RankRecord::End::Exited, 0, "finished=1 epoch=0 size=1 finalize_timeout=1");
+  const Verdict v = judge({r}, started(1));
+  EXPECT_EQ(v.exit_status, 0);
+  EXPECT_NE(all(v).find("the shutdown watchdog ended it"), std::string::npos) << all(v);
+}
+
+}  // namespace
+}  // namespace ringmend::slurm
