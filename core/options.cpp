@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <ostream>
 #include <sstream>
 
 #include "ringmend/core/error.hpp"
@@ -21,6 +22,12 @@ std::optional<std::string> env(const char* name) {
   if (!v) return std::nullopt;
   return std::string(v);
 }
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& out, LogLevel level) { return out << name_of(level); }
+
+namespace {
 
 template <class T>
 std::string text_of(const T& v) {
@@ -111,6 +118,12 @@ double parse_seconds(const std::string& name, const std::string& value) {
   return v;
 }
 
+LogLevel parse_log_level(const std::string& name, const std::string& value) {
+  for (LogLevel l : {LogLevel::Error, LogLevel::Warn, LogLevel::Info, LogLevel::Debug})
+    if (value == name_of(l)) return l;
+  bad(name, value, "error, warn, info or debug");
+}
+
 bool parse_bool(const std::string& name, const std::string& value) {
   if (value == "1" || value == "yes" || value == "true" || value == "on") return true;
   if (value == "0" || value == "no" || value == "false" || value == "off" || value.empty()) return false;
@@ -169,6 +182,13 @@ Settings Options::resolve() const {
   seconds.take(s.shm_open_timeout_seconds, shm_open_timeout_seconds, "shm_open_timeout_seconds",
                "RINGMEND_SHM_OPEN_TIMEOUT", parse_seconds, non_negative, positive_seconds);
   flags.take(s.verbose, verbose, "verbose", "RINGMEND_VERBOSE", parse_bool, any_bool, "a boolean");
+  // RINGMEND_VERBOSE=1 is the older spelling of debug; a level given wins.
+  if (s.verbose) s.log_level = LogLevel::Debug;
+  const Source<LogLevel> levels{read_environment};
+  levels.take(
+      s.log_level, log_level, "log_level", "RINGMEND_LOG", parse_log_level,
+      [](const LogLevel& l) { return l >= LogLevel::Error && l <= LogLevel::Debug; },
+      "error, warn, info or debug");
   flags.take(s.debug_topo, debug_topo, "debug_topo", "RINGMEND_DEBUG", parse_debug_topo, any_bool,
              "a comma-separated list of: topo");
   texts.take(s.fault_spec, fault_spec, "fault_spec", "RINGMEND_FAULT", parse_text, any_text, "a rule list");

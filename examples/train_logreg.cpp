@@ -95,7 +95,7 @@ double realtime_now() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int train(int argc, char** argv) {
   const int steps = arg(argc, argv, "steps", 60);
   const int samples = arg(argc, argv, "samples", 4000);
   const int d = arg(argc, argv, "features", 32);
@@ -177,4 +177,15 @@ int main(int argc, char** argv) {
     status = match ? 0 : 1;
   }
   return status;
+}
+
+int main(int argc, char** argv) {
+  // A bad setting, or a failure ringmend cannot recover from (too few ranks
+  // left, a mismatched call): a clear message and a non-zero status.
+  try {
+    return train(argc, argv);
+  } catch (const ringmend::Error& e) {
+    std::fprintf(stderr, "train_logreg: %s\n", e.what());
+    return 1;
+  }
 }

@@ -13,6 +13,7 @@
 #include "coll/selector.hpp"
 #include "membership/address_exchange.hpp"
 #include "ringmend/core/error.hpp"
+#include "ringmend/core/log.hpp"
 
 namespace ringmend::membership {
 namespace {
@@ -102,8 +103,9 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   if (rc == MPI_SUCCESS && (flag & 1) && want_shm && !(flag & 2)) {
     // Some node could not open its shared memory: the same members, flat.
     if (!shm_error.empty() || e->rank == 0)
-      std::fprintf(stderr, "ringmend: shared memory unavailable (%s); using UCX inside nodes too\n",
-                   shm_error.empty() ? "on another node" : shm_error.c_str());
+      log(LogLevel::Warn, "shared memory unavailable (" +
+                              (shm_error.empty() ? std::string("on another node") : shm_error) +
+                              "); using UCX inside nodes too");
     e->fabric.reset();
     plan(*e, false);
     ok = connect(*e, shm_error);
@@ -179,6 +181,7 @@ bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool s
   mine.nonce = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   mine.where = where_;
   mine.machine = machine_id();
+  std::snprintf(mine.node, sizeof mine.node, "%s", node_name().c_str());
   // Every rank takes the same branch: all have `from` after a Shrink of a
   // ready epoch (the survivors all come from it), none at start-up.
   if (from && lost) {

@@ -32,6 +32,7 @@ struct MemberInfo {
   std::int32_t finalizing = 0;
   std::int32_t errc = -1;  // Errc of an input error in collective seq, or -1
   char error[196] = {};
+  char node[64] = {};  // where it runs, as an operator names it (for the log)
 
   void set_error(const std::string& text) { std::snprintf(error, sizeof error, "%s", text.c_str()); }
 };

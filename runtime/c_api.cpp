@@ -140,6 +140,16 @@ int ringmend_barrier(ringmend_comm* comm, ringmend_result* result) {
   return guarded([&] { fill(comm, cxx(comm).barrier(), result); });
 }
 
+void ringmend_set_log_handler(ringmend_log_handler handler, void* user) {
+  if (!handler) {
+    ringmend::set_log_sink({});
+    return;
+  }
+  ringmend::set_log_sink([handler, user](ringmend::LogLevel level, const std::string& line) {
+    handler(static_cast<int>(level), line.c_str(), user);
+  });
+}
+
 int ringmend_on_membership_change(ringmend_comm* comm, ringmend_membership_callback callback, void* user) {
   if (!check_comm(comm) || !callback) return RINGMEND_ERR_INVALID_ARGUMENT;
   return guarded([&] {

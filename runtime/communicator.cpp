@@ -14,8 +14,8 @@
 #include <cstring>
 
 #include "coll/selector.hpp"
+#include "ringmend/core/log.hpp"
 #include "runtime/communicator_impl.hpp"
-#include "runtime/log.hpp"
 
 namespace ringmend {
 namespace {
@@ -74,6 +74,7 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
   auto first = builder_.build(nullptr, membership::Start{}, mine);
   if (first->ready) {
     epoch_ = std::move(first);
+    set_log_place(epoch_->my_id(), epoch_->number);
     log("epoch set up: " + builder_.laps());
     return;
   }
@@ -93,9 +94,8 @@ Communicator::Impl::~Impl() {
   retired_.clear();
 }
 
-void Communicator::Impl::log(const std::string& message) const {
-  if (epoch_) ringmend::log(settings_, *epoch_, message);
-}
+// The steps of set-up and recovery, for developers (RINGMEND_LOG=debug).
+void Communicator::Impl::log(const std::string& message) const { ringmend::log(LogLevel::Debug, message); }
 
 std::vector<std::byte>& Communicator::Impl::scratch_for(std::uint64_t call_seq, std::size_t bytes) {
   auto& s = scratch_[call_seq % 2];
@@ -340,7 +340,11 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
   double shrink_seconds = 0, rebuild_seconds = 0;
   int attempts = 0;
   if (epoch_ && !attempt_) attempt_members_ = epoch_->members;
-  if (settings_.verbose && epoch_) {
+  // Where the members were, to name the nodes of the lost ones.
+  std::vector<membership::MemberId> old_members;
+  std::vector<membership::MemberInfo> old_infos;
+  if (epoch_) old_members = epoch_->members, old_infos = epoch_->infos;
+  if (log_enabled(LogLevel::Debug) && epoch_) {
     std::string failed;
     for (int r : ulfm::known_failed(epoch_->ctrl.get())) failed += " " + std::to_string(r);
     log("failure noticed in collective #" + std::to_string(mine.seq) + " (" + cause +
@@ -398,15 +402,26 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
   std::sort(out.lost.begin(), out.lost.end());
   MembershipChange change{old_epoch,    epoch_->number,       out.lost,       old_size,        epoch_->size,
                           epoch_->rank, seconds_since(start), shrink_seconds, rebuild_seconds, attempts};
+  set_log_place(epoch_->my_id(), epoch_->number);
+  // One line per recovery for the operator (from the new epoch's first
+  // rank; the others say it at debug level).
   std::string lost_text;
   for (int id : out.lost) {
-    if (!lost_text.empty()) lost_text += ',';
-    lost_text += std::to_string(id);
+    const auto at = std::find(old_members.begin(), old_members.end(), id);
+    const std::string node =
+        at == old_members.end() ? "?" : old_infos[static_cast<std::size_t>(at - old_members.begin())].node;
+    lost_text += (lost_text.empty() ? "" : ", ") + std::to_string(id) + " (node " + node + ")";
   }
-  log("recovered in " + std::to_string(change.recovery_seconds * 1e3) + " ms (shrink " +
-      std::to_string(shrink_seconds * 1e3) + " ms, rebuild " + std::to_string(rebuild_seconds * 1e3) +
-      " ms, " + std::to_string(attempts) + " attempt(s)): lost members [" + lost_text + "], " +
-      std::to_string(old_size) + " -> " + std::to_string(epoch_->size) + " ranks");
+  char times[160];
+  std::snprintf(times, sizeof times, "in %.1f ms (revoke+shrink %.1f ms, rebuild %.1f ms, %d attempt%s)",
+                change.recovery_seconds * 1e3, shrink_seconds * 1e3, rebuild_seconds * 1e3, attempts,
+                attempts == 1 ? "" : "s");
+  ringmend::log(epoch_->rank == 0 ? LogLevel::Info : LogLevel::Debug,
+                std::string("recovered from the loss of member") + (out.lost.size() == 1 ? " " : "s ") +
+                    lost_text + " in collective #" + std::to_string(mine.seq) + " (noticed as: " + cause +
+                    "): " + std::to_string(old_size) + " -> " + std::to_string(epoch_->size) +
+                    " ranks, epoch " + std::to_string(epoch_->number) + ", " + times +
+                    "; rebuild steps: " + builder_.laps());
   for (auto& [id, callback] : callbacks) callback(change);
   return out;
 }

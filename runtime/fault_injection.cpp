@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "ringmend/core/error.hpp"
+#include "ringmend/core/log.hpp"
 
 namespace ringmend {
 namespace {
@@ -65,9 +67,10 @@ int to_signal(const std::string& rule, const std::string& v) {
   if (sig == 0) ::_exit(exit_status);
   if (sig == SIGSEGV) {
     // A real invalid access, as a bug would make: the handlers that MPI and
-    // UCX install for it run as they would then.
-    volatile int* volatile nowhere = nullptr;
-    *nowhere = 1;
+    // UCX install for it run as they would then. (A page without access,
+    // not a null pointer, which UBSan would stop at first.)
+    void* page = ::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page != MAP_FAILED) *static_cast<volatile int*>(page) = 1;
   }
   ::kill(::getpid(), sig);
   ::signal(sig, SIG_DFL);  // an application's handler may have returned
@@ -143,8 +146,8 @@ void FaultInjector::at(FaultPhase phase, std::uint64_t call, int step, std::uint
     const std::string how = r.signal == 0         ? "exits with status " + std::to_string(r.exit_status)
                             : r.signal == SIGKILL ? "SIGKILLs itself"
                                                   : "dies of " + signal_name(r.signal);
-    std::fprintf(stderr, "[ringmend] fault injection: member %d %s (call %llu, epoch %llu)\n", member_,
-                 how.c_str(), static_cast<unsigned long long>(call), static_cast<unsigned long long>(epoch));
+    log(LogLevel::Info, "fault injection: member " + std::to_string(member_) + " " + how + " (call " +
+                            std::to_string(call) + ", epoch " + std::to_string(epoch) + ")");
     std::fflush(stderr);
     die(r.signal, r.exit_status);
   }
@@ -154,10 +157,9 @@ void FaultInjector::warn_unfired() const {
   // Every rule here is this rank's, and a rule that fires ends the process:
   // any rule still here at shutdown never matched.
   for (const FaultRule& r : rules_)
-    std::fprintf(stderr,
-                 "[ringmend] fault injection: the rule for member %d (call %lld, step %d) never fired; "
-                 "no collective reached that phase and step\n",
-                 member_, static_cast<long long>(r.call), r.step);
+    log(LogLevel::Warn, "fault injection: the rule for member " + std::to_string(member_) + " (call " +
+                            std::to_string(r.call) + ", step " + std::to_string(r.step) +
+                            ") never fired; no collective reached that phase and step");
 }
 
 }  // namespace ringmend

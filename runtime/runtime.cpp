@@ -64,9 +64,13 @@ void bounded(double seconds, const char* what, int outcome_fd, F&& work) {
   std::thread watchdog([&] {
     std::unique_lock lock(m);
     if (!cv.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return finished; })) {
-      std::fprintf(stderr,
-                   "[ringmend] %s did not finish within %.0f s (RINGMEND_FINALIZE_TIMEOUT); exiting\n", what,
-                   seconds);
+      char text[192];
+      std::snprintf(
+          text, sizeof text,
+          "%s did not finish within %g s (RINGMEND_FINALIZE_TIMEOUT): the watchdog ends this process, "
+          "with status 0 (the application finished)",
+          what, seconds);
+      log(LogLevel::Warn, text);
       tell_launcher(outcome_fd, std::string(outcome::kFinalizeTimeout) + "=1");
       std::fflush(stderr);
       std::fflush(stdout);
@@ -98,6 +102,7 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
 
 void Runtime::start(int* argc, char*** argv, const Options& options) {
   impl_->settings = options.resolve();
+  set_log_level(impl_->settings.log_level);
   // A dead peer leaves TCP connections behind (Open MPI's btl/tcp forwarding
   // a revoke, UCX): writing to one raises SIGPIPE, whose default action
   // would kill this survivor. A fault-tolerant process takes EPIPE as an
@@ -136,11 +141,11 @@ void Runtime::start(int* argc, char*** argv, const Options& options) {
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (!impl_->fault_tolerant && rank == 0) std::fprintf(stderr, "[ringmend] %s\n", impl_->ft_status.c_str());
+  if (!impl_->fault_tolerant && rank == 0) log(LogLevel::Warn, impl_->ft_status);
   // srun without a PMIx server: every task is a 1-rank job. Say so once.
   if (const std::string alone = ulfm::srun_without_pmix_notice(ulfm::process_environment(), size);
       !alone.empty())
-    std::fprintf(stderr, "[ringmend] %s\n", alone.c_str());
+    log(LogLevel::Warn, alone);
   // Where this process runs (read once: loading hwloc's topology takes
   // milliseconds), and the NIC nearest to it for UCX when there are several.
   const topo::Self self = topo::inspect_self();
@@ -172,14 +177,14 @@ Runtime::~Runtime() {
       impl_->world->impl_->warn_unfired_faults();
       impl_->world->impl_->quiesce();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "[ringmend] while finalizing: %s\n", e.what());
+      log(LogLevel::Warn, std::string("while finalizing: ") + e.what());
     }
-    if (impl_->settings.verbose) std::fprintf(stderr, "[ringmend] all members finalizing\n");
+    log(LogLevel::Debug, "all members finalizing");
     impl_->world.reset();
     impl_->ucx.reset();
-    if (impl_->settings.verbose) std::fprintf(stderr, "[ringmend] transports closed; MPI_Finalize\n");
+    log(LogLevel::Debug, "transports closed; MPI_Finalize");
     if (impl_->we_initialized_mpi) MPI_Finalize();
-    if (impl_->settings.verbose) std::fprintf(stderr, "[ringmend] MPI finalized\n");
+    log(LogLevel::Debug, "MPI finalized");
   });
 }
 

@@ -19,10 +19,15 @@ echo "=== $ranks ranks; member $victim will SIGKILL itself during the allreduce 
 # the victim dies as it enters it, before its peers have its contribution.
 out=$(mktemp)
 trap 'rm -f "$record" "$out"' EXIT
-MPIEXEC=$mpi_home timeout -k 5 300 "$top/scripts/ft-mpirun" --oversubscribe -np "$ranks" \
-  -x RINGMEND_FAULT="rank=$victim,call=$((step + 1)),phase=start" \
-  -x RINGMEND_FAULT_RECORD="$record" \
-  "$build/examples/train_logreg" --steps=60 | tee "$out"
+# ringmend-run: mpirun with the FT arguments, RINGMEND_* forwarded, and at
+# the end a summary of the job with an exit status that tells what happened.
+set +e
+RINGMEND_FAULT="rank=$victim,call=$((step + 1)),phase=start" RINGMEND_FAULT_RECORD="$record" \
+  MPIEXEC=$mpi_home timeout -k 5 300 "$build/slurm/ringmend-run" -q --oversubscribe -n "$ranks" \
+  "$build/examples/train_logreg" --steps=60 2>&1 | tee "$out"
+status=${PIPESTATUS[0]}
+set -e
 grep -q "membership change" "$out" ||
   { echo "=== demo: no rank was lost (is step $step within the 60 steps?) ===" >&2; exit 1; }
-echo "=== job finished with exit status 0 ==="
+echo "=== job finished with exit status $status ==="
+exit "$status"

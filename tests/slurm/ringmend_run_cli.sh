@@ -202,6 +202,10 @@ local)
     "MATCHES the reference"
   ok "its summary names the loss" "summary: 3 ranks started, 2 finished normally, 1 lost; 1 recovery, final size 2" \
     "member 1 on $(hostname): killed by SIGKILL" "exit status 0: the survivors finished normally"
+  ok "one INFO line for the recovery, by default" \
+    "ringmend INFO  $(hostname):" "member 0 epoch 1: recovered from the loss of member 1 (node $(hostname)) in collective #10"
+  [ "$(grep -c 'recovered from the loss of member' <<<"$out")" -eq 1 ] && pass "only one such line" ||
+    fail "not one recovery line at the default level: $out"
   rr MPIEXEC="$mpirun" RINGMEND_TIMEOUT=60 -- --no-ft -n 2 "$app" --steps=5
   ok "local run with --no-ft" "fault tolerance OFF" "MATCHES the reference" "exit status 0: every rank finished normally"
 

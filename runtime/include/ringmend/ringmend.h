@@ -57,6 +57,12 @@ typedef struct {
 
 typedef void (*ringmend_membership_callback)(const ringmend_membership_change* change, void* user);
 
+/* The log (docs/troubleshooting.md): every line that passes RINGMEND_LOG's
+ * level (0 error, 1 warn, 2 info, 3 debug) goes to `handler` instead of
+ * stderr, whole and without a newline; NULL: stderr again. */
+typedef void (*ringmend_log_handler)(int level, const char* line, void* user);
+void ringmend_set_log_handler(ringmend_log_handler handler, void* user);
+
 int ringmend_init(int* argc, char*** argv, ringmend_runtime** runtime);
 int ringmend_finalize(ringmend_runtime* runtime); /* frees it; bounded */
 ringmend_comm* ringmend_world(ringmend_runtime* runtime);

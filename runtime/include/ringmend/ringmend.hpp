@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "ringmend/core/error.hpp"
+#include "ringmend/core/log.hpp"
 #include "ringmend/core/options.hpp"
 #include "ringmend/core/types.hpp"
 

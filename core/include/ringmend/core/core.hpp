@@ -7,6 +7,8 @@
 //     setting resolved from code, then RINGMEND_* variables, then the one set
 //     of defaults, validated in one place);
 //   * sizes.hpp: Range/split() and align_up();
+//   * log.hpp: the log (levels, one line per event with time, host, pid,
+//     member and epoch; an application sink);
 //   * outcome.hpp: the words a rank tells its launcher about how its run
 //     ended (the Runtime writes them, ringmend-run's summary reads them).
 // The public headers (runtime/include/ringmend/ringmend.hpp) re-export what
@@ -14,6 +16,7 @@
 #pragma once
 
 #include "ringmend/core/error.hpp"
+#include "ringmend/core/log.hpp"
 #include "ringmend/core/options.hpp"
 #include "ringmend/core/outcome.hpp"
 #include "ringmend/core/sizes.hpp"

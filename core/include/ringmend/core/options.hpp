@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "ringmend/core/log.hpp"
 #include "ringmend/core/sizes.hpp"
 
 namespace ringmend {
@@ -47,10 +48,11 @@ struct Settings {
   std::size_t shm_p2p_slots = 4;              // RINGMEND_SHM_P2P_SLOTS: slots per point-to-point ring
   double shm_open_timeout_seconds = 30;       // RINGMEND_SHM_OPEN_TIMEOUT: wait for the node's segment
   // Diagnostics
-  bool verbose = false;      // RINGMEND_VERBOSE=1: log recovery steps
-  bool debug_topo = false;   // RINGMEND_DEBUG=topo: print the plan of every epoch
-  std::string fault_spec;    // RINGMEND_FAULT (see docs/environment.md)
-  std::string fault_record;  // RINGMEND_FAULT_RECORD: file for kill times
+  LogLevel log_level = LogLevel::Info;  // RINGMEND_LOG: error | warn | info | debug (core/log.hpp)
+  bool verbose = false;                 // RINGMEND_VERBOSE=1: log level debug (when RINGMEND_LOG is unset)
+  bool debug_topo = false;              // RINGMEND_DEBUG=topo: print the plan of every epoch
+  std::string fault_spec;               // RINGMEND_FAULT (see docs/environment.md)
+  std::string fault_record;             // RINGMEND_FAULT_RECORD: file for kill times
 };
 
 // What a program asks for; see the top of this file.
@@ -61,6 +63,7 @@ struct Options {
   std::optional<std::size_t> shm_buffer_bytes, shm_chunk_bytes, shm_depth, shm_p2p_slot_bytes, shm_p2p_slots;
   std::optional<bool> shm_tune;
   std::optional<double> shm_open_timeout_seconds;
+  std::optional<LogLevel> log_level;
   std::optional<bool> verbose, debug_topo;
   std::optional<std::string> fault_spec, fault_record;
   bool read_environment = true;
@@ -74,5 +77,6 @@ struct Options {
 std::size_t parse_size(const std::string& name, const std::string& value);  // 64K, 1M, 1048576
 double parse_seconds(const std::string& name, const std::string& value);
 bool parse_bool(const std::string& name, const std::string& value);
+LogLevel parse_log_level(const std::string& name, const std::string& value);
 
 }  // namespace ringmend
