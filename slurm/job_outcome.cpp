@@ -127,6 +127,17 @@ std::optional<TakenRecord> take_record(std::string_view line) {
 }
 
 Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
+  if (records.empty()) {
+    // Not one record: the ranks' stderr went elsewhere (mpirun's
+    // --output-filename, for one) or none started. Nothing to judge by.
+    Verdict v;
+    v.exit_status = o.mpirun_status;
+    v.lines = {std::to_string(o.ranks_started) +
+                   " ranks started; no rank reported how it ended (is their "
+                   "stderr redirected?)",
+               "exit status " + std::to_string(v.exit_status) + ": mpirun's"};
+    return v;
+  }
   std::sort(records.begin(), records.end(),
             [](const RankRecord& a, const RankRecord& b) { return a.member < b.member; });
   Verdict v;

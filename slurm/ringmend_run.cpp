@@ -694,6 +694,9 @@ int run_job(const std::vector<std::string>& cmd, int ranks, const Options& o) {
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   ::sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) ::sigaction(sig, &sa, nullptr);
+  // A reader of this process's stderr that went away must not end it
+  // before mpirun: the job goes on, its output is lost.
+  ::signal(SIGPIPE, SIG_IGN);
   ::close(fds[1]);
 
   std::vector<RankRecord> records;

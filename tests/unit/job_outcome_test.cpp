@@ -112,6 +112,16 @@ TEST(Judge, AMissingRecordIsALoss) {
   EXPECT_NE(all(v).find("member 1: no record of how it ended"), std::string::npos) << all(v);
 }
 
+TEST(Judge, WithoutAnyRecordMpirunsStatusStands) {
+  JudgeOptions o = started(2);
+  o.mpirun_status = 0;
+  EXPECT_EQ(judge({}, o).exit_status, 0);
+  o.mpirun_status = 7;
+  const Verdict v = judge({}, o);
+  EXPECT_EQ(v.exit_status, 7);
+  EXPECT_NE(all(v).find("no rank reported how it ended"), std::string::npos) << all(v);
+}
+
 TEST(Judge, TheWatchdogIsReported) {
   RankRecord r = rank(0, RankRecord::End::Exited, 0, "finished=1 epoch=0 size=1 finalize_timeout=1");
   const Verdict v = judge({r}, started(1));
