@@ -22,7 +22,7 @@ echo "$out"
 echo "----"
 if [ "$rc" -eq 0 ]; then pass "srun job succeeded"; else fail "srun job's exit status is $rc"; fi
 has "srun started one job of $tasks ranks" "train_logreg: $tasks ranks" "MATCHES the reference"
-notices=$(grep -c '^\[ringmend\] fault tolerance OFF' <<<"$out")
+notices=$(grep -c ' ringmend WARN  .*: fault tolerance OFF' <<<"$out")
 if [ "$notices" -eq 1 ]; then pass "one notice that fault tolerance is off"; else fail "$notices notices, expected 1"; fi
 
 # Task 1 is SIGKILLed 3 s into a long run: the step ends, no survivor finishes.
