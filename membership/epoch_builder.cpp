@@ -146,13 +146,11 @@ int node_key_after_shrink(const Epoch& from, const std::vector<MemberId>& lost, 
   return -1;
 }
 
-}  // namespace
-
 // Ranks sharing a node, from MPI (not from host names, which two "nodes" of
 // one machine may share). MPI_Comm_split_type makes a communicator, which
 // costs agreements on a context id among all ranks: only a first epoch and
 // a Grow pay it.
-bool EpochBuilder::node_key_from_ranks(Epoch& e, MemberInfo& mine) {
+bool node_key_from_ranks(Epoch& e, MemberInfo& mine) {
   MPI_Comm comm = e.ctrl.get();
   MPI_Comm node = MPI_COMM_NULL;
   if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, e.rank, MPI_INFO_NULL, &node) != MPI_SUCCESS)
@@ -165,6 +163,8 @@ bool EpochBuilder::node_key_from_ranks(Epoch& e, MemberInfo& mine) {
   MPI_Group_translate_ranks(node_group.get(), 1, &first, group.get(), &mine.node_key);
   return true;
 }
+
+}  // namespace
 
 bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining,
                             const std::vector<MemberId>* lost) {

@@ -80,7 +80,6 @@ class EpochBuilder {
  private:
   bool exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining,
                 const std::vector<MemberId>* lost);
-  bool node_key_from_ranks(Epoch& e, MemberInfo& mine);
   void plan(Epoch& e, bool allow_shm);
   bool connect(Epoch& e, std::string& shm_error);
   void step_done(BuildStep step, const Epoch& e);

@@ -13,6 +13,7 @@
 
 #include "ringmend/core/error.hpp"
 #include "ringmend/core/log.hpp"
+#include "ringmend/core/outcome.hpp"
 
 namespace ringmend {
 namespace {
@@ -47,11 +48,6 @@ FaultPhase to_phase(const std::string& rule, const std::string& v) {
   if (v == "attach") return FaultPhase::Attach;
   bad(rule, "unknown phase '" + v +
                 "' (start, reduce_scatter, allgather, broadcast, end, recovery, rebuild, attach)");
-}
-
-std::string signal_name(int sig) {
-  const char* abbrev = ::sigabbrev_np(sig);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
 int to_signal(const std::string& rule, const std::string& v) {
@@ -145,7 +141,7 @@ void FaultInjector::at(FaultPhase phase, std::uint64_t call, int step, std::uint
     }
     const std::string how = r.signal == 0         ? "exits with status " + std::to_string(r.exit_status)
                             : r.signal == SIGKILL ? "SIGKILLs itself"
-                                                  : "dies of " + signal_name(r.signal);
+                                                  : "dies of " + outcome::signal_name(r.signal);
     log(LogLevel::Info, "fault injection: member " + std::to_string(member_) + " " + how + " (call " +
                             std::to_string(call) + ", epoch " + std::to_string(epoch) + ")");
     std::fflush(stderr);

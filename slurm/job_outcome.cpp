@@ -59,10 +59,10 @@ std::string how_it_ended(const RankRecord& r) {
     case RankRecord::End::Signaled:
       if (r.code == SIGKILL) return "killed by SIGKILL";
       if (crash_signal(r.code))
-        return "crashed with " + signal_name(r.code) +
+        return "crashed with " + outcome::signal_name(r.code) +
                " (a crash is probably a bug, in the program or in ringmend: its output above may hold "
                "a backtrace)";
-      return "ended by " + signal_name(r.code);
+      return "ended by " + outcome::signal_name(r.code);
   }
   return "?";
 }
@@ -75,11 +75,6 @@ bool RankRecord::finalize_timed_out() const { return word(*this, outcome::kFinal
 bool crash_signal(int sig) {
   return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT ||
          sig == SIGSYS || sig == SIGTRAP;
-}
-
-std::string signal_name(int sig) {
-  if (const char* abbrev = ::sigabbrev_np(sig)) return std::string("SIG") + abbrev;
-  return "signal " + std::to_string(sig);
 }
 
 std::string rank_record(const RankRecord& r, const std::string& runtime_words) {

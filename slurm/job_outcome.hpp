@@ -63,6 +63,5 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& options);
 // SIGSEGV and the like: the process itself went wrong (a probable bug),
 // unlike SIGKILL or SIGTERM, which come from outside.
 bool crash_signal(int sig);
-std::string signal_name(int sig);
 
 }  // namespace ringmend::slurm

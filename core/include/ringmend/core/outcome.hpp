@@ -9,7 +9,17 @@
 // other launcher) nothing is written.
 #pragma once
 
+#include <string.h>
+
+#include <string>
+
 namespace ringmend::outcome {
+
+// "SIGSEGV", for the log and the launcher's summary alike.
+inline std::string signal_name(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
 
 inline constexpr const char* kFdVariable = "RINGMEND_OUTCOME_FD";
 
