@@ -158,6 +158,8 @@ Settings Options::resolve() const {
                non_negative, positive_seconds);
   seconds.take(s.recovery_timeout_seconds, recovery_timeout_seconds, "recovery_timeout_seconds",
                "RINGMEND_RECOVERY_TIMEOUT", parse_seconds, non_negative, positive_seconds);
+  seconds.take(s.start_timeout_seconds, start_timeout_seconds, "start_timeout_seconds",
+               "RINGMEND_START_TIMEOUT", parse_seconds, non_negative, positive_seconds);
   seconds.take(s.finalize_timeout_seconds, finalize_timeout_seconds, "finalize_timeout_seconds",
                "RINGMEND_FINALIZE_TIMEOUT", parse_seconds, non_negative, positive_seconds);
   flags.take(s.shm, shm, "shm", "RINGMEND_SHM", parse_bool, any_bool, "a boolean");

@@ -66,11 +66,19 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   lap_start_ = now_seconds();
   const bool start = std::holds_alternative<Start>(transition);
   const std::vector<MemberId>* lost = nullptr;
-  if (start) {
-    MPI_Comm dup = MPI_COMM_NULL;
-    if (int rc = MPI_Comm_dup(parent_, &dup); rc != MPI_SUCCESS)
-      throw Error(Errc::Internal, "MPI_Comm_dup failed: " + ulfm::error_string(rc));
-    e->ctrl = ulfm::CommHandle(dup);
+  if (auto* first = std::get_if<Start>(&transition)) {
+    if (first->fault_tolerant) {
+      int rc = MPI_SUCCESS;
+      ulfm::ShrinkOutcome live = ulfm::shrink(parent_, rc);
+      if (rc != MPI_SUCCESS)
+        throw Error(Errc::Internal, "MPIX_Comm_shrink of the world failed: " + ulfm::error_string(rc));
+      e->ctrl = std::move(live.comm);
+    } else {
+      MPI_Comm dup = MPI_COMM_NULL;
+      if (int rc = MPI_Comm_dup(parent_, &dup); rc != MPI_SUCCESS)
+        throw Error(Errc::Internal, "MPI_Comm_dup failed: " + ulfm::error_string(rc));
+      e->ctrl = ulfm::CommHandle(dup);
+    }
   } else if (auto* shrink = std::get_if<Shrink>(&transition)) {
     e->ctrl = std::move(shrink->survivors);
     lost = &shrink->lost;

@@ -34,9 +34,14 @@
 
 namespace ringmend::membership {
 
-// The first epoch: every process of the builder's parent communicator, each
-// with its rank there as member id.
-struct Start {};
+// The first epoch: every live process of the builder's parent communicator,
+// each with its rank there as member id. With fault tolerance, the parent is
+// shrunk rather than duplicated: MPI_Comm_dup fails (on some ranks only) when
+// a process died during MPI_Init, a shrink gives every survivor the same
+// communicator of the live ones.
+struct Start {
+  bool fault_tolerant = false;
+};
 // The survivors of a failure (or the members that stay after a release):
 // `lost` names every member of the previous epoch that is gone (over all
 // the attempts since it), `survivors` is the others' communicator, in the

@@ -71,19 +71,23 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
   };
   membership::MemberInfo mine;
   mine.seq = 1;
-  auto first = builder_.build(nullptr, membership::Start{}, mine);
+  int world_size = 0;
+  MPI_Comm_size(parent, &world_size);
+  auto first = builder_.build(nullptr, membership::Start{fault_tolerant_}, mine);
   if (first->ready) {
     epoch_ = std::move(first);
     set_log_place(epoch_->my_id(), epoch_->number);
     log("epoch set up: " + builder_.laps());
+    if (epoch_->size < world_size && epoch_->rank == 0)
+      ringmend::log(LogLevel::Info, "started with " + std::to_string(epoch_->size) + " of " +
+                                        std::to_string(world_size) +
+                                        " processes: the others died during start-up");
     return;
   }
   // A rank died while the first epoch was built: the same path as a
-  // failure in a collective.
-  int world_size = 0;
-  MPI_Comm_size(parent, &world_size);
-  attempt_members_.resize(static_cast<std::size_t>(world_size));
-  for (int r = 0; r < world_size; ++r) attempt_members_[static_cast<std::size_t>(r)] = r;
+  // failure in a collective, from the members of that first attempt (the
+  // live processes of the world when it began).
+  attempt_members_ = ulfm::ranks_in(first->ctrl.get(), parent);
   attempt_ = std::move(first);
   recover(mine, "a failure during start-up");
 }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -53,38 +54,52 @@ void tell_launcher(int fd, const std::string& words) {
   [[maybe_unused]] const ssize_t n = ::write(fd, line.data(), line.size());
 }
 
-// Runs `work`; if it has not returned after `seconds`, ends the process:
-// MPI_Finalize can hang after failures (the failed ranks' connections are
-// not always torn down), and an application that got this far succeeded.
-template <class F>
-void bounded(double seconds, const char* what, int outcome_fd, F&& work) {
-  std::mutex m;
-  std::condition_variable cv;
-  bool finished = false;
-  std::thread watchdog([&] {
-    std::unique_lock lock(m);
-    if (!cv.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return finished; })) {
-      char text[192];
-      std::snprintf(
-          text, sizeof text,
-          "%s did not finish within %g s (RINGMEND_FINALIZE_TIMEOUT): the watchdog ends this process, "
-          "with status 0 (the application finished)",
-          what, seconds);
-      log(LogLevel::Warn, text);
-      tell_launcher(outcome_fd, std::string(outcome::kFinalizeTimeout) + "=1");
+std::string seconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", s);
+  return text;
+}
+
+// Ends the process if it is still alive `seconds` after construction and
+// the watchdog has not been destroyed by then. Two waits in MPI can hang
+// after failures, and neither can be interrupted from inside: MPI_Init and
+// the first agreement when a process died while MPI started (MPI may never
+// learn of that death), and MPI_Finalize. 0 seconds: no watchdog.
+class Watchdog {
+ public:
+  // When it fires: logs `message`, tells the launcher `word`=1, exits with
+  // `exit_status`.
+  Watchdog(double seconds, int outcome_fd, LogLevel level, std::string message, const char* word,
+           int exit_status) {
+    if (seconds <= 0) return;
+    thread_ = std::thread([=, this, message = std::move(message)] {
+      std::unique_lock lock(m_);
+      if (cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return done_; })) return;
+      log(level, message);
+      tell_launcher(outcome_fd, std::string(word) + "=1");
       std::fflush(stderr);
       std::fflush(stdout);
-      ::_exit(0);
-    }
-  });
-  work();
-  {
-    std::lock_guard lock(m);
-    finished = true;
+      ::_exit(exit_status);
+    });
   }
-  cv.notify_one();
-  watchdog.join();
-}
+  ~Watchdog() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard lock(m_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -92,16 +107,25 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
   // The one error boundary of start-up: whatever a lower layer throws
   // reaches the caller as a ringmend::Error.
   try {
-    start(argc, argv, options);
+    impl_->settings = options.resolve();
+    impl_->outcome_fd = outcome_fd_from_environment();
+    const double limit = impl_->settings.start_timeout_seconds;
+    Watchdog watchdog(limit, impl_->outcome_fd, LogLevel::Error,
+                      "start-up did not complete within " + seconds_text(limit) +
+                          " (RINGMEND_START_TIMEOUT): a process of the job probably died while MPI "
+                          "started, and MPI did not report it; this process ends with status " +
+                          std::to_string(outcome::kStartTimeoutStatus) + ". Start the job again.",
+                      outcome::kStartTimeout, outcome::kStartTimeoutStatus);
+    start(argc, argv);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
     throw Error(Errc::Internal, std::string("start-up: ") + e.what());
   }
+  tell_launcher(impl_->outcome_fd, std::string(outcome::kStarted) + "=1");
 }
 
-void Runtime::start(int* argc, char*** argv, const Options& options) {
-  impl_->settings = options.resolve();
+void Runtime::start(int* argc, char*** argv) {
   set_log_level(impl_->settings.log_level);
   // A dead peer leaves TCP connections behind (Open MPI's btl/tcp forwarding
   // a revoke, UCX): writing to one raises SIGPIPE, whose default action
@@ -114,8 +138,9 @@ void Runtime::start(int* argc, char*** argv, const Options& options) {
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
-      throw Error(Errc::Internal, "MPI_Init_thread failed");
+    if (int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided); rc != MPI_SUCCESS)
+      throw Error(Errc::Internal, "MPI_Init_thread failed (" + ulfm::error_string(rc) +
+                                      "); when a process of the job died while MPI started, start it again");
     impl_->we_initialized_mpi = true;
   }
   // Errors must come back to ringmend, not abort the job.
@@ -153,7 +178,6 @@ void Runtime::start(int* argc, char*** argv, const Options& options) {
   impl_->ucx = std::make_unique<transport::UcxContext>(self.ucx_net_device);
   impl_->world.reset(new Communicator(std::make_unique<Communicator::Impl>(
       impl_->settings, impl_->fault_tolerant, *impl_->ucx, MPI_COMM_WORLD, self.where)));
-  impl_->outcome_fd = outcome_fd_from_environment();
   impl_->world->on_membership_change([impl = impl_.get()](const MembershipChange& change) {
     ++impl->recoveries;
     impl->lost.insert(impl->lost.end(), change.lost.begin(), change.lost.end());
@@ -172,20 +196,25 @@ Runtime::~Runtime() {
                                          std::to_string(impl_->recoveries) + " " + outcome::kLost + "=" +
                                          (lost.empty() ? "-" : lost));
   }
-  bounded(impl_->settings.finalize_timeout_seconds, "finalize", impl_->outcome_fd, [&] {
-    try {
-      impl_->world->impl_->warn_unfired_faults();
-      impl_->world->impl_->quiesce();
-    } catch (const std::exception& e) {
-      log(LogLevel::Warn, std::string("while finalizing: ") + e.what());
-    }
-    log(LogLevel::Debug, "all members finalizing");
-    impl_->world.reset();
-    impl_->ucx.reset();
-    log(LogLevel::Debug, "transports closed; MPI_Finalize");
-    if (impl_->we_initialized_mpi) MPI_Finalize();
-    log(LogLevel::Debug, "MPI finalized");
-  });
+  // The application finished: its status stays 0 if the watchdog fires.
+  const double limit = impl_->settings.finalize_timeout_seconds;
+  Watchdog watchdog(limit, impl_->outcome_fd, LogLevel::Warn,
+                    "shutdown did not finish within " + seconds_text(limit) +
+                        " (RINGMEND_FINALIZE_TIMEOUT): the watchdog ends this process, with status 0 (the "
+                        "application finished)",
+                    outcome::kFinalizeTimeout, 0);
+  try {
+    impl_->world->impl_->warn_unfired_faults();
+    impl_->world->impl_->quiesce();
+  } catch (const std::exception& e) {
+    log(LogLevel::Warn, std::string("while finalizing: ") + e.what());
+  }
+  log(LogLevel::Debug, "all members finalizing");
+  impl_->world.reset();
+  impl_->ucx.reset();
+  log(LogLevel::Debug, "transports closed; MPI_Finalize");
+  if (impl_->we_initialized_mpi) MPI_Finalize();
+  log(LogLevel::Debug, "MPI finalized");
 }
 
 Communicator& Runtime::world() { return *impl_->world; }

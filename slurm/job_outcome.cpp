@@ -71,6 +71,10 @@ std::string how_it_ended(const RankRecord& r) {
 
 bool RankRecord::runtime_finished() const { return word(*this, outcome::kFinished) == "1"; }
 bool RankRecord::finalize_timed_out() const { return word(*this, outcome::kFinalizeTimeout) == "1"; }
+bool RankRecord::runtime_started() const {
+  return word(*this, outcome::kStarted) == "1" || runtime_finished();
+}
+bool RankRecord::start_timed_out() const { return word(*this, outcome::kStartTimeout) == "1"; }
 
 bool crash_signal(int sig) {
   return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT ||
@@ -136,7 +140,8 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
   std::sort(records.begin(), records.end(),
             [](const RankRecord& a, const RankRecord& b) { return a.member < b.member; });
   Verdict v;
-  int finished = 0, lost = 0, survivor_status = 0, lost_status = 0;
+  int finished = 0, lost = 0, survivor_status = 0, lost_status = 0, killed_starting = 0, start_timeouts = 0;
+  bool any_started = false;
   long epoch = -1, size = -1, recoveries = 0;
   std::vector<std::string> losses;
   std::vector<bool> seen(static_cast<std::size_t>(std::max(o.ranks_started, 0)), false);
@@ -144,6 +149,12 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
     if (r.member < static_cast<int>(seen.size())) seen[static_cast<std::size_t>(r.member)] = true;
     const std::string where = "member " + std::to_string(r.member) + " on " + r.host;
     const double after = r.end - (o.job_start > 0 ? o.job_start : r.start);
+    if (r.runtime_started()) any_started = true;
+    if (r.start_timed_out())
+      v.lines.push_back(where + ": start-up did not complete in time; the start-up watchdog ended it " +
+                        "(RINGMEND_START_TIMEOUT)");
+    if (r.how == RankRecord::End::Signaled && !r.runtime_started()) ++killed_starting;
+    if (r.start_timed_out()) ++start_timeouts;
     if (r.finalize_timed_out())
       v.lines.push_back(where + ": MPI_Finalize did not return in time; the shutdown watchdog ended it " +
                         "(RINGMEND_FINALIZE_TIMEOUT)");
@@ -186,6 +197,15 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
     v.exit_status = survivor_status;
     v.lines.push_back("exit status " + std::to_string(v.exit_status) +
                       ": a rank that finished its work exited with it");
+  } else if (finished == 0 && !any_started && (killed_starting > 0 || start_timeouts > 0)) {
+    // MPI cannot survive every death while it starts (Open MPI fails
+    // MPI_Init on the other ranks, or never reports the death): no rank got
+    // as far as its first epoch. Nothing ran; the job can simply be rerun.
+    v.exit_status = kExitStartFailed;
+    v.lines.push_back("exit status " + std::to_string(v.exit_status) + ": the job did not start: " +
+                      (killed_starting > 0 ? "a rank died while MPI started, which MPI could not survive"
+                                           : "no rank completed its start-up within RINGMEND_START_TIMEOUT") +
+                      "; start the job again");
   } else if (finished == 0) {
     v.exit_status = lost_status != 0 ? lost_status : o.mpirun_status != 0 ? o.mpirun_status : 1;
     v.lines.push_back("exit status " + std::to_string(v.exit_status) + ": no rank finished normally");

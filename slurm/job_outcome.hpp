@@ -34,7 +34,14 @@ struct RankRecord {
 
   bool runtime_finished() const;
   bool finalize_timed_out() const;
+  bool runtime_started() const;  // the Runtime completed its start-up
+  bool start_timed_out() const;
 };
+
+// The launcher's exit status when no rank could start because ranks died
+// while MPI started (distinct from 1, a failed run, and 2, a launch that
+// could not be attempted).
+inline constexpr int kExitStartFailed = 4;
 
 // The line ringmend-rank prints (without a newline).
 std::string rank_record(const RankRecord& r, const std::string& runtime_words);

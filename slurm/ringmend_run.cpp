@@ -132,7 +132,9 @@ void usage(FILE* out) {
       "  N  a rank finished its work, then exited with status N (the first by member id)\n"
       "  1  no rank finished normally (or the first non-zero exit status of a rank)\n"
       "  2  the job could not be started (the message says why)\n"
-      "  3  ranks were lost and --fail-on-loss was given\n",
+      "  3  ranks were lost and --fail-on-loss was given\n"
+      "  4  the job did not start: a rank died while MPI started, which MPI cannot\n"
+      "     always survive; nothing ran, start it again\n",
       RINGMEND_RUN_MPIEXEC[0] ? RINGMEND_RUN_MPIEXEC : "none recorded");
 }
 

@@ -92,10 +92,9 @@ bool agree_while(MPI_Comm comm, const std::function<bool()>& stop, bool& success
 #endif
 }
 
-ShrinkOutcome revoke_and_shrink(MPI_Comm comm, int& rc) {
+ShrinkOutcome shrink(MPI_Comm comm, int& rc) {
   ShrinkOutcome out;
 #if RINGMEND_HAVE_ULFM
-  MPIX_Comm_revoke(comm);
   MPI_Comm shrunk = MPI_COMM_NULL;
   rc = MPIX_Comm_shrink(comm, &shrunk);
   if (rc != MPI_SUCCESS) return out;
@@ -120,6 +119,23 @@ ShrinkOutcome revoke_and_shrink(MPI_Comm comm, int& rc) {
   rc = MPI_ERR_UNSUPPORTED_OPERATION;
 #endif
   return out;
+}
+
+ShrinkOutcome revoke_and_shrink(MPI_Comm comm, int& rc) {
+  revoke(comm);
+  return shrink(comm, rc);
+}
+
+std::vector<int> ranks_in(MPI_Comm comm, MPI_Comm parent) {
+  GroupHandle group, parent_group;
+  MPI_Comm_group(comm, group.out());
+  MPI_Comm_group(parent, parent_group.out());
+  int n = 0;
+  MPI_Group_size(group.get(), &n);
+  std::vector<int> idx(static_cast<size_t>(n)), ranks(static_cast<size_t>(n));
+  std::iota(idx.begin(), idx.end(), 0);
+  MPI_Group_translate_ranks(group.get(), n, idx.data(), parent_group.get(), ranks.data());
+  return ranks;
 }
 
 std::vector<int> known_failed(MPI_Comm comm) {

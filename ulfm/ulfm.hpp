@@ -71,10 +71,18 @@ struct ShrinkOutcome {
   std::vector<int> lost_members;  // ranks of the *old* communicator that failed
 };
 
+// The survivors of `comm`, without revoking it (start-up: MPI_COMM_WORLD
+// stays usable to the application). Every survivor gets the same
+// communicator and the same lost set; `rc` is the shrink's MPI error code.
+ShrinkOutcome shrink(MPI_Comm comm, int& rc);
+
 // Revokes `comm` (idempotent) and shrinks it to the survivors. Every survivor
 // gets the same communicator and the same lost set. Returns the MPI error
 // code of the shrink in `rc` (MPI_SUCCESS when it worked).
 ShrinkOutcome revoke_and_shrink(MPI_Comm comm, int& rc);
+
+// The rank in `parent` of each rank of `comm` (a communicator made from it).
+std::vector<int> ranks_in(MPI_Comm comm, MPI_Comm parent);
 
 // Whether `comm` has been revoked (by any process).
 bool is_revoked(MPI_Comm comm);

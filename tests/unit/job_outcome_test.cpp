@@ -88,8 +88,9 @@ TEST(Judge, RecoveredLossesAreASuccessUnlessFailOnLoss) {
 }
 
 TEST(Judge, NoRankFinishedIsAFailure) {
-  const Verdict v = judge(
-      {rank(0, RankRecord::End::Signaled, SIGSEGV), rank(1, RankRecord::End::Signaled, SIGSEGV)}, started(2));
+  const Verdict v = judge({rank(0, RankRecord::End::Signaled, SIGSEGV, "started=1"),
+                           rank(1, RankRecord::End::Signaled, SIGSEGV, "started=1")},
+                          started(2));
   EXPECT_EQ(v.exit_status, 1);
   EXPECT_NE(all(v).find("crashed with SIGSEGV (a crash is probably a bug"), std::string::npos) << all(v);
   // The first non-zero exit status of a lost rank, when there is one.
@@ -127,6 +128,25 @@ TEST(Judge, TheWatchdogIsReported) {
   const Verdict v = judge({r}, started(1));
   EXPECT_EQ(v.exit_status, 0);
   EXPECT_NE(all(v).find("the shutdown watchdog ended it"), std::string::npos) << all(v);
+}
+
+TEST(Judge, ADeathWhileMpiStartsIsAStartFailure) {
+  // Open MPI failed MPI_Init on the others (status 14): nothing ran.
+  std::vector<RankRecord> records = {rank(0, RankRecord::End::Exited, 14),
+                                     rank(1, RankRecord::End::Signaled, SIGKILL),
+                                     rank(2, RankRecord::End::Exited, 14)};
+  Verdict v = judge(records, started(3));
+  EXPECT_EQ(v.exit_status, kExitStartFailed);
+  EXPECT_NE(all(v).find("the job did not start"), std::string::npos) << all(v);
+  // The watchdog ended the others' start-up.
+  records[0] = rank(0, RankRecord::End::Exited, 70, "start_timeout=1");
+  records[2] = rank(2, RankRecord::End::Exited, 70, "start_timeout=1");
+  v = judge(records, started(3));
+  EXPECT_EQ(v.exit_status, kExitStartFailed);
+  EXPECT_NE(all(v).find("the start-up watchdog ended it"), std::string::npos) << all(v);
+  // Once a rank completed its start-up, a later failure is a failed run.
+  records[0] = rank(0, RankRecord::End::Exited, 1, "started=1");
+  EXPECT_EQ(judge(records, started(3)).exit_status, 1);
 }
 
 }  // namespace

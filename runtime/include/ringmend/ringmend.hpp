@@ -121,7 +121,7 @@ class Runtime {
   struct Impl;
 
  private:
-  void start(int* argc, char*** argv, const Options& options);
+  void start(int* argc, char*** argv);
   std::unique_ptr<Impl> impl_;
 };
 

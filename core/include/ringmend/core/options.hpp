@@ -27,6 +27,7 @@ struct Settings {
   double timeout_seconds = 300;         // RINGMEND_TIMEOUT: one collective, 0 = none
   // Membership
   double recovery_timeout_seconds = 120;  // RINGMEND_RECOVERY_TIMEOUT
+  double start_timeout_seconds = 120;     // RINGMEND_START_TIMEOUT: MPI_Init to the first epoch, 0 = none
   double finalize_timeout_seconds = 10;   // RINGMEND_FINALIZE_TIMEOUT
   // Shared memory inside a node
   bool shm = true;  // RINGMEND_SHM=0: UCX even inside a node
@@ -58,7 +59,8 @@ struct Settings {
 // What a program asks for; see the top of this file.
 struct Options {
   std::optional<std::size_t> chunk_bytes, small_bytes;
-  std::optional<double> timeout_seconds, recovery_timeout_seconds, finalize_timeout_seconds;
+  std::optional<double> timeout_seconds, recovery_timeout_seconds, start_timeout_seconds,
+      finalize_timeout_seconds;
   std::optional<bool> shm;
   std::optional<std::size_t> shm_buffer_bytes, shm_chunk_bytes, shm_depth, shm_p2p_slot_bytes, shm_p2p_slots;
   std::optional<bool> shm_tune;

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# Soak test: many jobs, each losing one or two ranks to SIGKILLs sent from
+# outside at random moments (during MPI_Init, wire-up, the first collectives,
+# recovery, late in the run), and every outcome checked:
+#   - ringmend-run's exit status is 0 exactly when the survivors finished;
+#   - every survivor verified every allreduce exactly against the members
+#     the result reports, and all survivors logged the same calls, the same
+#     contributors and the same data hashes (tests/soak/soak_worker.cpp);
+#   - no job hangs (each runs under a time limit), no process is left over,
+#     nothing is left in /dev/shm.
+# At the end it prints the count of rounds per outcome; any failure makes
+# the exit status 1 and keeps that round's directory.
+#
+#   scripts/soak.sh [--rounds N] [--seed S] [--cluster] [--build DIR]
+#                   [--min-ranks A] [--max-ranks B] [--calls C] [--max-bytes M]
+#                   [--round-timeout SEC] [--keep DIR]
+#
+# --cluster runs each job across the two nodes of the local Slurm cluster
+# (scripts/cluster.sh start; salloc -N 2). The seed fixes every choice (job
+# size, victims, moments, the workers' call sequence): a failing round is
+# reproduced by its seed, printed with it.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+rounds=20 seed=$(date +%s) cluster=0 build="$repo/build/test" min_np=4 max_np=8
+calls=200 max_bytes=$((16 << 20)) round_timeout=120 keep=${TMPDIR:-/tmp}/ringmend-soak
+while [ $# -gt 0 ]; do
+  case $1 in
+    --rounds) rounds=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --cluster) cluster=1; shift ;;
+    --build) build=$2; shift 2 ;;
+    --min-ranks) min_np=$2; shift 2 ;;
+    --max-ranks) max_np=$2; shift 2 ;;
+    --calls) calls=$2; shift 2 ;;
+    --max-bytes) max_bytes=$2; shift 2 ;;
+    --round-timeout) round_timeout=$2; shift 2 ;;
+    --keep) keep=$2; shift 2 ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "soak.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+worker=$build/tests/soak/soak_worker
+launcher=$build/slurm/ringmend-run
+for f in "$worker" "$launcher"; do
+  [ -x "$f" ] || { echo "soak.sh: $f not built (scripts/build.sh, or --build DIR)" >&2; exit 2; }
+done
+if [ "$cluster" = 1 ]; then
+  export SLURM_CONF=${SLURM_CONF:-${RINGMEND_CLUSTER_DIR:-/tmp/ringmend-cluster}/slurm.conf}
+  command -v salloc >/dev/null || { echo "soak.sh: --cluster needs Slurm (scripts/bootstrap.sh --with-cluster-tools)" >&2; exit 2; }
+  timeout -k 2 10 sinfo -h >/dev/null 2>&1 || { echo "soak.sh: no Slurm cluster answers; scripts/cluster.sh start" >&2; exit 2; }
+fi
+mkdir -p "$keep"
+RANDOM=$((seed % 32768))
+echo "soak: $rounds rounds, seed $seed, $min_np-$max_np ranks, $calls calls of up to $max_bytes bytes, $([ "$cluster" = 1 ] && echo "two Slurm nodes" || echo "one node")"
+
+declare -A count
+note() { count[$1]=$((${count[$1]:-0} + 1)); }
+failed_rounds=0
+
+# A moment after the victim's pid appears: a third during start-up (MPI_Init,
+# wire-up, the first agreement), a third in the first collectives, a third
+# anywhere in the run.
+draw_delay_ms() {
+  case $((RANDOM % 3)) in
+    0) echo $((RANDOM % 400)) ;;
+    1) echo $((400 + RANDOM % 800)) ;;
+    *) echo $((RANDOM % 4000)) ;;
+  esac
+}
+
+run_round() {
+  local round=$1 dir np kills victims=() delays=() job rc i v pid t0 now
+  dir=$(mktemp -d "$keep/round$round.XXXX")
+  np=$((min_np + RANDOM % (max_np - min_np + 1)))
+  kills=$((1 + RANDOM % 2))
+  local job_seed=$((RANDOM * 32768 + RANDOM))
+  victims[0]=$((RANDOM % np))
+  delays[0]=$(draw_delay_ms)
+  if [ "$kills" = 2 ]; then
+    v=$((RANDOM % (np - 1)))
+    [ "$v" -ge "${victims[0]}" ] && v=$((v + 1))
+    victims[1]=$v
+    # Half the time close behind the first (a kill during the recovery).
+    if [ $((RANDOM % 2)) = 0 ]; then delays[1]=$((delays[0] + RANDOM % 60)); else delays[1]=$(draw_delay_ms); fi
+  fi
+  local cmd=("$launcher" -q -n "$np" --oversubscribe)
+  if [ "$cluster" = 1 ]; then
+    cmd=(salloc -Q -N 2 -n "$np" --overcommit --immediate=30 "${cmd[@]}" -N 2)
+  fi
+  cmd+=("$worker" --dir="$dir" --seed="$job_seed" --calls="$calls" --max-bytes="$max_bytes")
+  echo "round $round: $np ranks, kill ${victims[*]} at ${delays[*]} ms (job seed $job_seed)" >"$dir/plan"
+  RINGMEND_TIMEOUT=60 RINGMEND_START_TIMEOUT=20 timeout -k 5 "$round_timeout" "${cmd[@]}" >"$dir/out" 2>&1 &
+  job=$!
+  # Kill each victim its delay after its pid file appears.
+  local -a killed=()
+  t0=$(date +%s%N)
+  for i in "${!victims[@]}"; do
+    v=${victims[$i]}
+    while [ ! -s "$dir/pid.$v" ] && kill -0 "$job" 2>/dev/null; do sleep 0.01; done
+    [ -s "$dir/pid.$v" ] || continue
+    now=$((($(date +%s%N) - t0) / 1000000))
+    [ "${delays[$i]}" -gt "$now" ] && sleep "$(printf '%d.%03d' $(((delays[$i] - now) / 1000)) $(((delays[$i] - now) % 1000)))"
+    pid=$(cat "$dir/pid.$v")
+    if kill -9 "$pid" 2>/dev/null; then killed+=("$v"); fi
+  done
+  wait "$job"
+  rc=$?
+  echo "launcher exit $rc, killed: ${killed[*]:-none}" >>"$dir/plan"
+
+  # Judge the round.
+  local problems=() survivors=() lost_for_real=() f ref="" pids
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then problems+=("hang: the job ran past ${round_timeout} s"); fi
+  for ((v = 0; v < np; v++)); do
+    f=$dir/results.$v
+    if [[ " ${killed[*]} " == *" $v "* ]] && ! grep -q '^finished' "$f" 2>/dev/null; then
+      lost_for_real+=("$v")
+      continue
+    fi
+    survivors+=("$v")
+  done
+  # A death early in MPI_Init can be beyond MPI (Open MPI fails MPI_Init on
+  # the others, or waits for ever for the dead one's address, until
+  # RINGMEND_START_TIMEOUT): then no survivor starts, and the launcher must
+  # say so with its own status.
+  local started_any=0 did_not_start=0
+  for v in "${survivors[@]}"; do grep -q '^started' "$dir/results.$v" 2>/dev/null && started_any=1; done
+  if [ "$started_any" = 0 ] && [ "${#lost_for_real[@]}" -gt 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ]; then
+    did_not_start=1
+    [ "$rc" = 4 ] && grep -q "the job did not start" "$dir/out" ||
+      problems+=("no survivor started, but the launcher did not say so with exit 4 (exit $rc)")
+    survivors=()
+  fi
+  local start_errors=0 finished=0
+  for v in "${survivors[@]}"; do
+    f=$dir/results.$v
+    if grep -q '^start-error' "$f" 2>/dev/null; then start_errors=$((start_errors + 1)); fi
+    if grep -q '^finished' "$f" 2>/dev/null; then finished=$((finished + 1)); fi
+    if [ ! -f "$f" ]; then problems+=("member $v: no results file (died without a word?)"); continue; fi
+    if grep -qE 'WRONG|error|^failed' "$f"; then problems+=("member $v: $(grep -m1 -E 'WRONG|error|^failed' "$f")"); fi
+    if [ -z "$ref" ]; then
+      ref=$f
+    elif ! cmp -s "$ref" "$f"; then
+      problems+=("members $(basename "$ref" | cut -d. -f2) and $v logged different results (diff $ref $f)")
+    fi
+  done
+  if [ "$start_errors" -gt 0 ] && [ "$start_errors" -ne "${#survivors[@]}" ]; then
+    problems+=("only $start_errors of ${#survivors[@]} survivors got the start-up error")
+  fi
+  if [ "$did_not_start" = 1 ]; then
+    :
+  elif [ "$finished" = "${#survivors[@]}" ] && [ "$finished" -gt 0 ]; then
+    [ "$rc" = 0 ] || problems+=("every survivor finished, but ringmend-run exited $rc")
+  else
+    [ "$rc" != 0 ] || problems+=("ringmend-run exited 0, but only $finished of ${#survivors[@]} survivors finished")
+  fi
+  # Nothing left over: processes, then shared memory.
+  for _ in $(seq 50); do pgrep -f "soak_worker --dir=$dir" >/dev/null || break; sleep 0.1; done
+  if pids=$(pgrep -f "soak_worker --dir=$dir"); then
+    problems+=("processes left over: $(echo $pids)")
+    kill -9 $pids 2>/dev/null
+  fi
+  for f in "$dir"/pid.*; do
+    pid=$(cat "$f" 2>/dev/null) || continue
+    for seg in /dev/shm/ringmend-"$pid"-*; do
+      [ -e "$seg" ] && { problems+=("left in /dev/shm: $seg"); rm -f "$seg"; }
+    done
+  done
+
+  local outcome
+  if [ "${#problems[@]}" -gt 0 ]; then
+    outcome=FAILED
+  elif [ "$did_not_start" = 1 ]; then
+    outcome="did not start: a rank died inside MPI_Init (launcher exit 4, every survivor stopped)"
+  elif [ "$start_errors" -gt 0 ]; then
+    outcome="too few to start (${#survivors[@]} left, same error on each)"
+  elif [ "${#lost_for_real[@]}" = 0 ]; then
+    outcome="no loss (the kill came after the end)"
+  else
+    local when=late
+    grep -q "started size=$np " "$dir/results.${survivors[0]}" || when="at start-up"
+    outcome="recovered from ${#lost_for_real[@]} loss(es) $when"
+  fi
+  note "$outcome"
+  printf 'round %d: %d ranks, killed %s at %s ms: %s\n' "$round" "$np" "${killed[*]:-none}" "${delays[*]}" "$outcome"
+  if [ "$outcome" = FAILED ]; then
+    failed_rounds=$((failed_rounds + 1))
+    printf '    %s\n' "${problems[@]}"
+    echo "    kept: $dir (plan, out, results.*); job seed $job_seed"
+    tail -5 "$dir/out" | sed 's/^/    | /'
+  else
+    rm -rf "$dir"
+  fi
+}
+
+for ((round = 1; round <= rounds; round++)); do run_round "$round"; done
+echo "soak: $rounds rounds, seed $seed"
+for k in "${!count[@]}"; do printf '  %4d  %s\n' "${count[$k]}" "$k"; done | sort -k2
+[ "$failed_rounds" = 0 ] || { echo "soak: $failed_rounds round(s) FAILED"; exit 1; }
+echo "soak: all rounds passed"

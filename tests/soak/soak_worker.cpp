@@ -1,0 +1,157 @@
+// One rank of a soak job (scripts/soak.sh): a seeded random sequence of
+// allreduces (1 element to --max-bytes, every type and op, in place and out
+// of place), broadcasts and barriers, while ranks are SIGKILLed from outside
+// at random moments, start-up included.
+//
+//   soak_worker --dir=D --seed=S [--calls=N] [--max-bytes=B]
+//
+// Every rank draws the same sequence from the seed, so the ranks agree on
+// each call's arguments without talking. Each allreduce result is checked
+// exactly against the members the result says contributed; every call's
+// outcome (arguments, contributors, a hash of the data) goes to
+// D/results.<member id>, which the script compares across survivors. (Not
+// the epoch of each call: a survivor that had finished a call when a peer
+// died sees the recovery in its next call; docs/recovery.md.) The pid
+// is written to D/pid.<world rank> before MPI starts, so that the script can
+// kill a rank during MPI_Init. Exit status: 0 all verified, 1 a wrong result
+// or an unexpected error, 4 the Runtime refused to start (the error is in
+// the results file).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "../mpi/test_data.hpp"
+
+using namespace ringmend;
+using namespace ringmend::testing;
+
+namespace {
+
+std::uint64_t fnv1a(const void* p, std::size_t n) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+std::string ids(const std::vector<int>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// A log-uniform element count from 1 to max_count: small and large messages
+// are drawn equally often per decade.
+std::size_t draw_count(std::mt19937_64& rng, std::size_t max_count) {
+  std::uniform_real_distribution<double> e(0.0, std::log2(static_cast<double>(max_count)));
+  return std::clamp<std::size_t>(static_cast<std::size_t>(std::exp2(e(rng))), 1, max_count);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string dir = option(argc, argv, "dir", ".");
+  const std::uint64_t seed = std::stoull(option(argc, argv, "seed", "1"));
+  const int calls = std::stoi(option(argc, argv, "calls", "60"));
+  const std::size_t max_bytes = std::stoull(option(argc, argv, "max-bytes", "16777216"));
+  const char* world_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  std::ofstream(dir + "/pid." + (world_rank ? world_rank : "x")) << ::getpid() << "\n";
+
+  std::ofstream log;
+  auto open_log = [&](int member) {
+    log.open(dir + "/results." + std::to_string(member));
+    log << std::unitbuf;
+  };
+  std::unique_ptr<Runtime> rt;
+  try {
+    rt = std::make_unique<Runtime>(&argc, &argv);
+  } catch (const Error& e) {
+    open_log(world_rank ? std::atoi(world_rank) : -1);
+    log << "start-error " << to_string(e.code()) << ": " << e.what() << "\n";
+    std::fprintf(stderr, "soak_worker: the runtime did not start: %s\n", e.what());
+    return 4;
+  }
+  Communicator& comm = rt->world();
+  open_log(comm.member_id());
+  log << "started size=" << comm.size() << " epoch=" << comm.epoch() << " members=" << ids(comm.member_ids())
+      << "\n";
+
+  const DataType types[] = {DataType::Float32, DataType::Float64, DataType::Int32, DataType::Int64};
+  const ReduceOp ops[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max};
+  std::mt19937_64 rng(seed);
+  int failures = 0;
+  for (int call = 1; call <= calls && failures == 0; ++call) {
+    const std::uint64_t kind = rng() % 20;  // 12 allreduce : 5 broadcast : 3 barrier
+    const DataType type = types[rng() % 4];
+    const ReduceOp op = ops[rng() % 4];
+    const bool in_place = rng() % 2;
+    const std::size_t count = draw_count(rng, std::max<std::size_t>(1, max_bytes / size_of(type)));
+    const std::uint64_t root_draw = rng();
+    std::ostringstream line;
+    line << "call " << call;
+    try {
+      if (kind < 12) {
+        TypedBuffer in(type, count), out(type, count);
+        in.fill_input(comm.member_id(), op, call);
+        const CollectiveResult r = in_place ? comm.allreduce(in.data(), count, type, op)
+                                            : comm.allreduce(in.data(), out.data(), count, type, op);
+        TypedBuffer& res = in_place ? in : out;
+        const std::vector<int> from = contributors_of(comm, r);
+        const std::size_t wrong = res.wrong(from, op, call);
+        line << " allreduce " << name_of(type) << " " << name_of(op) << " n=" << count
+             << (in_place ? " in-place" : " out-of-place") << " contributors=" << ids(from)
+             << " hash=" << fnv1a(res.data(), count * size_of(type));
+        if (wrong) {
+          line << " WRONG=" << wrong;
+          ++failures;
+        }
+      } else if (kind < 17) {
+        const int root = static_cast<int>(root_draw % static_cast<std::uint64_t>(comm.size()));
+        const int root_id = comm.member_ids()[static_cast<std::size_t>(root)];
+        const std::size_t bytes = count * size_of(type);
+        std::vector<unsigned char> buf(bytes);
+        for (std::size_t i = 0; i < bytes; ++i)
+          buf[i] =
+              comm.rank() == root ? static_cast<unsigned char>(i * 31 + static_cast<std::size_t>(call)) : 0;
+        const std::uint64_t expect = [&] {
+          std::vector<unsigned char> ref(bytes);
+          for (std::size_t i = 0; i < bytes; ++i)
+            ref[i] = static_cast<unsigned char>(i * 31 + static_cast<std::size_t>(call));
+          return fnv1a(ref.data(), bytes);
+        }();
+        line << " broadcast bytes=" << bytes << " root=" << root_id;
+        try {
+          const CollectiveResult r = comm.broadcast(buf.data(), bytes, root);
+          const std::uint64_t h = fnv1a(buf.data(), bytes);
+          line << " hash=" << h;
+          if (h != expect) {
+            line << " WRONG";
+            ++failures;
+          }
+        } catch (const Error& e) {
+          const auto& m = comm.member_ids();
+          if (e.code() != Errc::RootLost || std::find(m.begin(), m.end(), root_id) != m.end()) throw;
+          line << " root-lost";
+        }
+      } else {
+        comm.barrier();
+        line << " barrier";
+      }
+    } catch (const Error& e) {
+      line << " error " << to_string(e.code()) << ": " << e.what();
+      ++failures;
+    }
+    log << line.str() << "\n";
+  }
+  log << (failures ? "failed" : "finished") << " size=" << comm.size() << " epoch=" << comm.epoch()
+      << " members=" << ids(comm.member_ids()) << "\n";
+  return failures ? 1 : 0;
+}
