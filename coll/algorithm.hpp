@@ -62,9 +62,6 @@ class Algorithm {
                        const Tuning& tuning) const = 0;
   // The ranks `rank` exchanges with when it runs this algorithm.
   virtual std::vector<int> peers(const Layout& layout, int rank) const = 0;
-  // True when, once any rank finished a call, every live rank can finish it
-  // too: nobody then needs the result retained for a catch-up.
-  virtual bool completes_everywhere_or_nowhere(const Layout&) const { return false; }
   virtual void run(const Call& call, const Channels& channels, const Layout& layout, const Tuning& tuning,
                    transport::WaitContext& ctx) const = 0;
 };

@@ -27,9 +27,8 @@
 //
 // Failures: every wait polls the node peers' pidfds and the runtime's
 // WaitContext. A failure noticed while waiting ends the call only when
-// nothing can progress any more, so on one node the call completes
-// everywhere or nowhere: once any rank has finished, every slice is
-// reduced and every other live rank can finish too.
+// nothing can progress any more (a peer may exit once it has done its
+// part). The runtime still retains every result for a catch-up.
 #pragma once
 
 #include <cstddef>
@@ -57,7 +56,6 @@ class ShmOneShotAllreduce final : public Algorithm {
   }
   // Node leaders combine their node's sums by recursive doubling.
   std::vector<int> peers(const Layout& layout, int rank) const override;
-  bool completes_everywhere_or_nowhere(const Layout& layout) const override { return !layout.multi_node(); }
   void run(const Call& call, const Channels& channels, const Layout& layout, const Tuning& tuning,
            transport::WaitContext& ctx) const override;
 };
@@ -71,7 +69,6 @@ class ShmPipelinedAllreduce final : public Algorithm {
   }
   // The ring neighbours on this rank's rail.
   std::vector<int> peers(const Layout& layout, int rank) const override;
-  bool completes_everywhere_or_nowhere(const Layout& layout) const override { return !layout.multi_node(); }
   void run(const Call& call, const Channels& channels, const Layout& layout, const Tuning& tuning,
            transport::WaitContext& ctx) const override;
 };

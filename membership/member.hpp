@@ -30,7 +30,8 @@ struct MemberInfo {
   // Where its collectives stand (filled in by the caller, the communicator)
   std::int64_t seq = 0;  // collective in progress (next one when idle)
   std::int32_t finalizing = 0;
-  std::int32_t errc = -1;  // Errc of an input error in collective seq, or -1
+  std::int32_t errc = -1;         // Errc of an input error in collective seq, or -1
+  std::int64_t held[2] = {0, 0};  // the collectives whose results it retains (for a catch-up)
   char error[196] = {};
   char node[64] = {};  // where it runs, as an operator names it (for the log)
 

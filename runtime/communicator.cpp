@@ -164,16 +164,6 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
   call.kind = c.kind;
   if (c.kind == coll::CollectiveKind::Allreduce) {
     call.allreduce = {c.input, c.output, c.count, c.type, c.op, call_seq};
-    // Where a call completes everywhere or nowhere (shared memory on one
-    // node), out of place, the result goes straight into the caller's
-    // buffer and nothing is retained: nobody can need a catch-up. (In place,
-    // the input must stay untouched until the call completes, for a
-    // re-execution.)
-    if (c.input != c.output && algorithm.completes_everywhere_or_nowhere(e.layout)) {
-      algorithm.run(call, e.channels(), e.layout, tuning(), *this);
-      retained_seq_[call_seq % 2] = 0;
-      return;
-    }
   }
   // The result is retained (for a survivor that misses the end of this
   // call). Out of place, the algorithms write the caller's buffer and copy
@@ -269,8 +259,7 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
                       : "a rank failed (" + cause +
                             ") and this job runs without fault tolerance; launch with "
                             "ringmend-run (or mpirun with ringmend's FT arguments) and an MPI with ULFM");
-    membership::MemberInfo mine;
-    mine.seq = static_cast<std::int64_t>(call_seq);
+    membership::MemberInfo mine = my_state(call_seq);
     mine.errc = errc;
     mine.set_error(error_text);
     RecoveryOutcome r = recover(mine, cause);
@@ -285,6 +274,14 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
       for (const auto& s : states) max_seq = std::max(max_seq, s.seq);
       seq = static_cast<std::uint64_t>(std::max<std::int64_t>(max_seq, static_cast<std::int64_t>(call_seq)));
       throw Error(static_cast<Errc>(bad->errc), bad->error);
+    }
+    // A result that no survivor can hand over fails the call on every
+    // survivor alike, and leaves them all after the newest call.
+    if (const std::string why = catch_up_impossible(states); !why.empty()) {
+      std::int64_t max_seq = 0;
+      for (const auto& s : states) max_seq = std::max(max_seq, s.seq);
+      seq = static_cast<std::uint64_t>(std::max<std::int64_t>(max_seq, static_cast<std::int64_t>(call_seq)));
+      throw Error(Errc::Internal, why);
     }
     // A member that finalized while we are in a collective will never join it.
     for (const auto& s : states)
@@ -311,6 +308,37 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
 }
 
 // ---------------------------------------------------------------- recovery
+
+membership::MemberInfo Communicator::Impl::my_state(std::uint64_t call_seq) const {
+  membership::MemberInfo mine;
+  mine.seq = static_cast<std::int64_t>(call_seq);
+  mine.held[0] = static_cast<std::int64_t>(retained_seq_[0]);
+  mine.held[1] = static_cast<std::int64_t>(retained_seq_[1]);
+  return mine;
+}
+
+// Survivors are at most one collective apart, and the one behind takes the
+// result from the first survivor past it (catch_up). Every survivor judges
+// the same states the same way, so that an impossible catch-up is the same
+// error everywhere rather than survivors left in different collectives.
+std::string Communicator::Impl::catch_up_impossible(const std::vector<membership::MemberInfo>& states) {
+  std::int64_t lo = INT64_MAX, hi = 0;
+  for (const auto& s : states) {
+    if (!s.finalizing) lo = std::min(lo, s.seq);
+    hi = std::max(hi, s.seq);
+  }
+  if (lo == INT64_MAX || lo >= hi) return {};
+  if (hi - lo > 1)
+    return "catch-up: survivors are in collectives #" + std::to_string(lo) + " to #" + std::to_string(hi) +
+           ", more than one apart; the results in between cannot be handed over";
+  for (const auto& s : states)
+    if (s.seq > lo)
+      return s.held[0] == lo || s.held[1] == lo
+                 ? std::string()
+                 : "catch-up: the result of collective #" + std::to_string(lo) +
+                       " is no longer retained by member " + std::to_string(s.id);
+  return {};
+}
 
 void Communicator::Impl::broadcast_retained(std::uint64_t seq_of_result, int root, std::size_t bytes) {
   const membership::Epoch& e = *epoch_;
@@ -448,8 +476,7 @@ void Communicator::Impl::quiesce() {
             comm, [comm] { return ulfm::is_revoked(comm); }, done) &&
         done)
       return;
-    membership::MemberInfo mine;
-    mine.seq = static_cast<std::int64_t>(seq + 1);
+    membership::MemberInfo mine = my_state(seq + 1);
     mine.finalizing = 1;
     RecoveryOutcome r = recover(mine, "failure while finalizing");
     const bool someone_behind =

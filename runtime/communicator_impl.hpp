@@ -67,6 +67,10 @@ struct Communicator::Impl final : transport::WaitContext {
                 std::size_t bytes);
   void broadcast_retained(std::uint64_t seq_of_result, int root, std::size_t bytes);
   std::vector<std::byte>& scratch_for(std::uint64_t call_seq, std::size_t bytes);
+  // This member's collective state for a recovery, and whether the
+  // survivors' states allow the interrupted collective to be completed.
+  membership::MemberInfo my_state(std::uint64_t call_seq) const;
+  static std::string catch_up_impossible(const std::vector<membership::MemberInfo>& states);
   coll::Tuning tuning() { return {settings_.small_bytes, settings_.chunk_bytes, &pipeline_tuner_}; }
   void log(const std::string& message) const;
 

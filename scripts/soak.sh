@@ -70,7 +70,7 @@ draw_delay_ms() {
 }
 
 run_round() {
-  local round=$1 dir np kills victims=() delays=() job rc i v pid t0 now
+  local round=$1 dir np kills victims=() delays=() job rc i v pid
   dir=$(mktemp -d "$keep/round$round.XXXX")
   np=$((min_np + RANDOM % (max_np - min_np + 1)))
   kills=$((1 + RANDOM % 2))
@@ -92,20 +92,25 @@ run_round() {
   echo "round $round: $np ranks, kill ${victims[*]} at ${delays[*]} ms (job seed $job_seed)" >"$dir/plan"
   RINGMEND_TIMEOUT=60 RINGMEND_START_TIMEOUT=20 timeout -k 5 "$round_timeout" "${cmd[@]}" >"$dir/out" 2>&1 &
   job=$!
-  # Kill each victim its delay after its pid file appears.
-  local -a killed=()
-  t0=$(date +%s%N)
+  # Each victim is killed its delay after its own pid file appears (one
+  # killer per victim, so that the kills keep their order in time).
+  local -a killed=() killers=()
   for i in "${!victims[@]}"; do
-    v=${victims[$i]}
-    while [ ! -s "$dir/pid.$v" ] && kill -0 "$job" 2>/dev/null; do sleep 0.01; done
-    [ -s "$dir/pid.$v" ] || continue
-    now=$((($(date +%s%N) - t0) / 1000000))
-    [ "${delays[$i]}" -gt "$now" ] && sleep "$(printf '%d.%03d' $(((delays[$i] - now) / 1000)) $(((delays[$i] - now) % 1000)))"
-    pid=$(cat "$dir/pid.$v")
-    if kill -9 "$pid" 2>/dev/null; then killed+=("$v"); fi
+    (
+      v=${victims[$i]}
+      while [ ! -s "$dir/pid.$v" ] && kill -0 "$job" 2>/dev/null; do sleep 0.005; done
+      [ -s "$dir/pid.$v" ] || exit 0
+      t0=$(date +%s%N)
+      now=$((($(date +%s%N) - t0) / 1000000))
+      [ "${delays[$i]}" -gt "$now" ] && sleep "$(printf '%d.%03d' $(((delays[$i] - now) / 1000)) $(((delays[$i] - now) % 1000)))"
+      kill -9 "$(cat "$dir/pid.$v")" 2>/dev/null && touch "$dir/killed.$v"
+    ) &
+    killers+=($!)
   done
   wait "$job"
   rc=$?
+  wait "${killers[@]}"
+  for v in "${victims[@]}"; do [ -e "$dir/killed.$v" ] && killed+=("$v"); done
   echo "launcher exit $rc, killed: ${killed[*]:-none}" >>"$dir/plan"
 
   # Judge the round.
