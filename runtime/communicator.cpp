@@ -184,6 +184,21 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
     call.broadcast = {out.data(), bytes, c.root, call_seq};
   }
   algorithm.run(call, e.channels(), e.layout, tuning(), *this);
+  if (c.kind == coll::CollectiveKind::Broadcast) {
+    // A broadcast is done at the root, and at a forwarder, once its data is
+    // buffered towards the next rank, so a run of broadcasts would let a
+    // rank get several collectives ahead of the last one in the chain. A
+    // barrier in the same call bounds that: a rank that returns from any
+    // collective knows that every member entered it, so survivors are never
+    // more than one collective apart, which is what the catch-up hands over.
+    const std::int64_t one = 1;
+    std::int64_t members = 0;
+    coll::Call sync;
+    sync.kind = coll::CollectiveKind::Allreduce;
+    sync.allreduce = {&one, &members, 1, DataType::Int64, ReduceOp::Sum, call_seq};
+    coll::select(sync.kind, sizeof one, e.layout, tuning())
+        .run(sync, e.channels(), e.layout, tuning(), *this);
+  }
   retained_seq_[call_seq % 2] = call_seq;
   retained_bytes_[call_seq % 2] = bytes;
   if (copy_out) std::memcpy(c.output, out.data(), bytes);

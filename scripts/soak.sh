@@ -13,7 +13,10 @@
 #
 #   scripts/soak.sh [--rounds N] [--seed S] [--cluster] [--build DIR]
 #                   [--min-ranks A] [--max-ranks B] [--calls C] [--max-bytes M]
-#                   [--round-timeout SEC] [--keep DIR]
+#                   [--round-timeout SEC] [--start-window MS] [--keep DIR]
+#
+# --start-window MS: every kill within MS ms of its victim's start (start-up
+# only: MPI_Init, wire-up, the first agreement and collectives).
 #
 # --cluster runs each job across the two nodes of the local Slurm cluster
 # (scripts/cluster.sh start; salloc -N 2). The seed fixes every choice (job
@@ -23,7 +26,7 @@ set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 rounds=20 seed=$(date +%s) cluster=0 build="$repo/build/test" min_np=4 max_np=8
-calls=200 max_bytes=$((16 << 20)) round_timeout=120 keep=${TMPDIR:-/tmp}/ringmend-soak
+calls=200 max_bytes=$((16 << 20)) round_timeout=120 keep=${TMPDIR:-/tmp}/ringmend-soak start_window=0
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
@@ -36,7 +39,8 @@ while [ $# -gt 0 ]; do
     --max-bytes) max_bytes=$2; shift 2 ;;
     --round-timeout) round_timeout=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --start-window) start_window=$2; shift 2 ;;
+    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "soak.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -62,6 +66,7 @@ failed_rounds=0
 # wire-up, the first agreement), a third in the first collectives, a third
 # anywhere in the run.
 draw_delay_ms() {
+  if [ "$start_window" -gt 0 ]; then echo $((RANDOM % start_window)); return; fi
   case $((RANDOM % 3)) in
     0) echo $((RANDOM % 400)) ;;
     1) echo $((400 + RANDOM % 800)) ;;
@@ -90,7 +95,7 @@ run_round() {
   fi
   cmd+=("$worker" --dir="$dir" --seed="$job_seed" --calls="$calls" --max-bytes="$max_bytes")
   echo "round $round: $np ranks, kill ${victims[*]} at ${delays[*]} ms (job seed $job_seed)" >"$dir/plan"
-  RINGMEND_TIMEOUT=60 RINGMEND_START_TIMEOUT=20 timeout -k 5 "$round_timeout" "${cmd[@]}" >"$dir/out" 2>&1 &
+  RINGMEND_TIMEOUT=60 RINGMEND_START_TIMEOUT=10 timeout -k 5 "$round_timeout" "${cmd[@]}" >"$dir/out" 2>&1 &
   job=$!
   # Each victim is killed its delay after its own pid file appears (one
   # killer per victim, so that the kills keep their order in time).

@@ -45,7 +45,13 @@ expect() {  # expect N STATUS NAME STRING...
 }
 root=""
 [ "$(id -u)" -eq 0 ] && root="--allow-run-as-root "
-ft="--with-ft ulfm --mca pml ob1 --mca btl self,sm,tcp --mca coll '^han' "
+# The FT arguments, from the one file that lists them, as the dry run
+# quotes them.
+ft=""
+while read -r a; do
+  case $a in '' | '#'*) continue ;; esac
+  if [[ $a =~ ^[A-Za-z0-9_,./=:+-]+$ ]]; then ft+="$a "; else ft+="'$a' "; fi
+done <"$(dirname "$0")/../../ulfm/ft_mpirun_args.txt"
 # Every rank starts under ringmend-rank, which reports how it ended.
 rank=$(realpath "$(dirname "$run")/ringmend-rank")
 expect 1 0 "dry run: every slot" "# Slurm job" "4 ranks on n1:2,n2:2; fault tolerance on" \
