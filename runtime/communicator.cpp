@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "coll/selector.hpp"
 #include "ringmend/core/log.hpp"
@@ -76,6 +77,7 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
   auto first = builder_.build(nullptr, membership::Start{fault_tolerant_}, mine);
   if (first->ready) {
     epoch_ = std::move(first);
+    announce_quietly();
     set_log_place(epoch_->my_id(), epoch_->number);
     log("epoch set up: " + builder_.laps());
     if (epoch_->size < world_size && epoch_->rank == 0)
@@ -89,7 +91,7 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
   // live processes of the world when it began).
   attempt_members_ = ulfm::ranks_in(first->ctrl.get(), parent);
   attempt_ = std::move(first);
-  recover(mine, "a failure during start-up");
+  announce(recover(mine, "a failure during start-up").change);
 }
 
 Communicator::Impl::~Impl() {
@@ -147,9 +149,9 @@ std::string Communicator::Impl::validate(const CollectiveCall& c) const {
     if (c.count > 0 && in != out && in < out + b && out < in + b)
       return at + "input and output overlap without being the same buffer (use the in-place call)";
   } else {
-    if (c.root < 0 || c.root >= epoch_->size)
+    if (c.root < 0 || c.root >= view_.size)
       return at + "root " + std::to_string(c.root) + " is not a rank of this communicator (size " +
-             std::to_string(epoch_->size) + ")";
+             std::to_string(view_.size) + ")";
     if (c.count > 0 && c.output == nullptr)
       return at + "null buffer with " + std::to_string(c.count) + " bytes";
   }
@@ -210,6 +212,26 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
   CollectiveResult result;
   const std::string input_error = validate(call);
   if (!input_error.empty() && !fault_tolerant_) throw Error(Errc::InvalidArgument, input_error);
+  // The application chose the root in its view; a change it has not been
+  // told of yet (see below) is announced now, and the root renumbered.
+  const membership::MemberId root_id = call.kind == coll::CollectiveKind::Broadcast && input_error.empty()
+                                           ? view_.members[static_cast<std::size_t>(call.root)]
+                                           : membership::kNoMember;
+  const int size_at_start = view_.size;
+  if (pending_) {
+    result.recovered = true;
+    result.lost = pending_->lost;
+    announce(*std::exchange(pending_, std::nullopt));
+  }
+  CollectiveCall c = call;  // the root is renumbered after a shrink
+  if (root_id != membership::kNoMember) {
+    const auto& members = epoch_->members;
+    const auto it = std::find(members.begin(), members.end(), root_id);
+    if (it == members.end())
+      throw Error(Errc::RootLost, "broadcast #" + std::to_string(call_seq) + ": its root (member " +
+                                      std::to_string(root_id) + ") failed before any survivor had the data");
+    c.root = static_cast<int>(it - members.begin());
+  }
   if (input_error.empty() && call.bytes() == 0) {  // a no-op, like MPI with count 0
     result.contributors = epoch_->size;
     result.epoch = epoch_->number;
@@ -223,12 +245,6 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
   } deadline_off{has_deadline_};
   deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(settings_.timeout_seconds));
-  const int size_at_start = epoch_->size;
-  CollectiveCall c = call;  // the root is renumbered after a shrink
-  const membership::MemberId root_id =
-      c.kind == coll::CollectiveKind::Broadcast && c.root >= 0 && c.root < epoch_->size
-          ? epoch_->members[static_cast<std::size_t>(c.root)]
-          : membership::kNoMember;
   bool catching_up = false;
   std::vector<membership::MemberInfo> states;
   for (;;) {
@@ -254,7 +270,7 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
         execute(c, call_seq);
         result.contributors = epoch_->size;
       }
-      result.epoch = epoch_->number;
+      result.epoch = view_.number;
       return result;
     } catch (const transport::Interrupted& e) {
       cause = e.what();
@@ -278,13 +294,26 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
     mine.errc = errc;
     mine.set_error(error_text);
     RecoveryOutcome r = recover(mine, cause);
-    result.recovered = true;
-    result.lost.insert(result.lost.end(), r.lost.begin(), r.lost.end());
+    pending_ = pending_ ? merged(*pending_, r.change) : r.change;
     states = std::move(r.infos);
+    catching_up = std::any_of(states.begin(), states.end(), [&](const membership::MemberInfo& s) {
+      return s.seq > static_cast<std::int64_t>(call_seq);
+    });
+    // Survivors that had finished this collective see the failure in their
+    // next call. Those that take its result from them (catching up) keep
+    // the old view until their own next call, so that every survivor sees
+    // the change in the same call (and chooses, say, a broadcast root in the
+    // same membership). Otherwise the change is announced in this call.
+    if (!catching_up) {
+      result.recovered = true;
+      result.lost.insert(result.lost.end(), pending_->lost.begin(), pending_->lost.end());
+      announce(*std::exchange(pending_, std::nullopt));
+    }
     // An input error anywhere is raised everywhere.
     auto bad = std::find_if(states.begin(), states.end(),
                             [](const membership::MemberInfo& s) { return s.errc >= 0; });
     if (bad != states.end()) {
+      if (pending_) announce(*std::exchange(pending_, std::nullopt));
       std::int64_t max_seq = 0;
       for (const auto& s : states) max_seq = std::max(max_seq, s.seq);
       seq = static_cast<std::uint64_t>(std::max<std::int64_t>(max_seq, static_cast<std::int64_t>(call_seq)));
@@ -293,6 +322,7 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
     // A result that no survivor can hand over fails the call on every
     // survivor alike, and leaves them all after the newest call.
     if (const std::string why = catch_up_impossible(states); !why.empty()) {
+      if (pending_) announce(*std::exchange(pending_, std::nullopt));
       std::int64_t max_seq = 0;
       for (const auto& s : states) max_seq = std::max(max_seq, s.seq);
       seq = static_cast<std::uint64_t>(std::max<std::int64_t>(max_seq, static_cast<std::int64_t>(call_seq)));
@@ -305,9 +335,6 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
                                         " finalized while this rank called collective #" +
                                         std::to_string(call_seq));
       }
-    catching_up = std::any_of(states.begin(), states.end(), [&](const membership::MemberInfo& s) {
-      return s.seq > static_cast<std::int64_t>(call_seq);
-    });
     if (c.kind == coll::CollectiveKind::Broadcast && !catching_up) {
       // Re-executing needs the root's data: gone if the root is.
       const auto& members = epoch_->members;
@@ -323,6 +350,30 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
 }
 
 // ---------------------------------------------------------------- recovery
+
+void Communicator::Impl::announce_quietly() {
+  view_ = {epoch_->rank, epoch_->size, epoch_->number, epoch_->my_id(), epoch_->members};
+}
+
+void Communicator::Impl::announce(const MembershipChange& change) {
+  announce_quietly();
+  for (auto& [id, callback] : callbacks) callback(change);
+}
+
+// Two recoveries the application has not been told of, as one change.
+MembershipChange Communicator::Impl::merged(const MembershipChange& first, const MembershipChange& then) {
+  MembershipChange m = then;
+  m.old_epoch = first.old_epoch;
+  m.old_size = first.old_size;
+  m.lost = first.lost;
+  m.lost.insert(m.lost.end(), then.lost.begin(), then.lost.end());
+  std::sort(m.lost.begin(), m.lost.end());
+  m.recovery_seconds += first.recovery_seconds;
+  m.shrink_seconds += first.shrink_seconds;
+  m.rebuild_seconds += first.rebuild_seconds;
+  m.attempts += first.attempts;
+  return m;
+}
 
 membership::MemberInfo Communicator::Impl::my_state(std::uint64_t call_seq) const {
   membership::MemberInfo mine;
@@ -469,7 +520,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
                     "): " + std::to_string(old_size) + " -> " + std::to_string(epoch_->size) +
                     " ranks, epoch " + std::to_string(epoch_->number) + ", " + times +
                     "; rebuild steps: " + builder_.laps());
-  for (auto& [id, callback] : callbacks) callback(change);
+  out.change = change;
   return out;
 }
 
@@ -494,6 +545,8 @@ void Communicator::Impl::quiesce() {
     membership::MemberInfo mine = my_state(seq + 1);
     mine.finalizing = 1;
     RecoveryOutcome r = recover(mine, "failure while finalizing");
+    if (pending_) r.change = merged(*std::exchange(pending_, std::nullopt), r.change);
+    announce(r.change);
     const bool someone_behind =
         std::any_of(r.infos.begin(), r.infos.end(), [&](const membership::MemberInfo& s) {
           return s.seq == static_cast<std::int64_t>(seq) && !s.finalizing;
@@ -530,11 +583,11 @@ auto guarded(F&& f) -> decltype(f()) {
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Communicator::~Communicator() = default;
-int Communicator::rank() const { return impl_->epoch().rank; }
-int Communicator::size() const { return impl_->epoch().size; }
-std::uint64_t Communicator::epoch() const { return impl_->epoch().number; }
-int Communicator::member_id() const { return impl_->epoch().my_id(); }
-const std::vector<int>& Communicator::member_ids() const { return impl_->epoch().members; }
+int Communicator::rank() const { return impl_->view().rank; }
+int Communicator::size() const { return impl_->view().size; }
+std::uint64_t Communicator::epoch() const { return impl_->view().number; }
+int Communicator::member_id() const { return impl_->view().my_id; }
+const std::vector<int>& Communicator::member_ids() const { return impl_->view().members; }
 std::uint64_t Communicator::collectives_called() const { return impl_->seq; }
 
 CollectiveResult Communicator::allreduce(const void* input, void* output, std::size_t count, DataType type,

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,15 @@ struct Communicator::Impl final : transport::WaitContext {
   bool oversubscribed() const override { return epoch_->oversubscribed; }
 
   const membership::Epoch& epoch() const { return *epoch_; }
+  // The membership as the application sees it: the agreed epoch, except
+  // between a catch-up and this member's next call (see run()).
+  struct View {
+    int rank = 0, size = 0;
+    std::uint64_t number = 0;
+    int my_id = -1;
+    std::vector<int> members;
+  };
+  const View& view() const { return view_; }
   std::uint64_t seq = 0;  // collectives called so far
   std::map<int, std::function<void(const MembershipChange&)>> callbacks;
   int next_callback_id = 0;
@@ -59,7 +69,12 @@ struct Communicator::Impl final : transport::WaitContext {
   struct RecoveryOutcome {
     std::vector<membership::MemberId> lost;
     std::vector<membership::MemberInfo> infos;  // every survivor's state
+    MembershipChange change;                    // for announce()
   };
+  // Makes the current epoch the application's view and runs the callbacks.
+  void announce(const MembershipChange& change);
+  void announce_quietly();  // the view alone (the first epoch)
+  static MembershipChange merged(const MembershipChange& first, const MembershipChange& then);
   std::string validate(const CollectiveCall& call) const;
   void execute(const CollectiveCall& call, std::uint64_t call_seq);
   RecoveryOutcome recover(const membership::MemberInfo& mine, const std::string& cause);
@@ -82,6 +97,8 @@ struct Communicator::Impl final : transport::WaitContext {
   FaultInjector faults_;
   membership::EpochBuilder builder_;
   std::unique_ptr<membership::Epoch> epoch_;  // the last epoch every member agreed on
+  View view_;
+  std::optional<MembershipChange> pending_;  // a change to announce at the next call
   // A build that failed (its control communicator is the one to shrink
   // next), and the member ids of that communicator's ranks while recovering.
   std::unique_ptr<membership::Epoch> attempt_;

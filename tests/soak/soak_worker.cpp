@@ -9,9 +9,8 @@
 // each call's arguments without talking. Each allreduce result is checked
 // exactly against the members the result says contributed; every call's
 // outcome (arguments, contributors, a hash of the data) goes to
-// D/results.<member id>, which the script compares across survivors. (Not
-// the epoch of each call: a survivor that had finished a call when a peer
-// died sees the recovery in its next call; docs/recovery.md.) The pid
+// D/results.<member id>, with the membership epoch after the call, which
+// the script compares across survivors. The pid
 // is written to D/pid.<world rank> before MPI starts, so that the script can
 // kill a rank during MPI_Init. Exit status: 0 all verified, 1 a wrong result
 // or an unexpected error, 4 the Runtime refused to start (the error is in
@@ -149,6 +148,8 @@ int main(int argc, char** argv) {
       line << " error " << to_string(e.code()) << ": " << e.what();
       ++failures;
     }
+    // Every survivor sees a recovery in the same call (docs/recovery.md).
+    line << " epoch=" << comm.epoch() << " size=" << comm.size();
     log << line.str() << "\n";
   }
   log << (failures ? "failed" : "finished") << " size=" << comm.size() << " epoch=" << comm.epoch()
