@@ -77,7 +77,7 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
   auto first = builder_.build(nullptr, membership::Start{fault_tolerant_}, mine);
   if (first->ready) {
     epoch_ = std::move(first);
-    announce_quietly();
+    update_view();
     set_log_place(epoch_->my_id(), epoch_->number);
     log("epoch set up: " + builder_.laps());
     if (epoch_->size < world_size && epoch_->rank == 0)
@@ -220,8 +220,7 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
   const int size_at_start = view_.size;
   if (pending_) {
     result.recovered = true;
-    result.lost = pending_->lost;
-    announce(*std::exchange(pending_, std::nullopt));
+    result.lost = announce_pending();
   }
   CollectiveCall c = call;  // the root is renumbered after a shrink
   if (root_id != membership::kNoMember) {
@@ -306,28 +305,16 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
     // same membership). Otherwise the change is announced in this call.
     if (!catching_up) {
       result.recovered = true;
-      result.lost.insert(result.lost.end(), pending_->lost.begin(), pending_->lost.end());
-      announce(*std::exchange(pending_, std::nullopt));
+      result.lost = announce_pending();
     }
     // An input error anywhere is raised everywhere.
     auto bad = std::find_if(states.begin(), states.end(),
                             [](const membership::MemberInfo& s) { return s.errc >= 0; });
-    if (bad != states.end()) {
-      if (pending_) announce(*std::exchange(pending_, std::nullopt));
-      std::int64_t max_seq = 0;
-      for (const auto& s : states) max_seq = std::max(max_seq, s.seq);
-      seq = static_cast<std::uint64_t>(std::max<std::int64_t>(max_seq, static_cast<std::int64_t>(call_seq)));
-      throw Error(static_cast<Errc>(bad->errc), bad->error);
-    }
+    if (bad != states.end()) fail_in_step(states, call_seq, Error(static_cast<Errc>(bad->errc), bad->error));
     // A result that no survivor can hand over fails the call on every
     // survivor alike, and leaves them all after the newest call.
-    if (const std::string why = catch_up_impossible(states); !why.empty()) {
-      if (pending_) announce(*std::exchange(pending_, std::nullopt));
-      std::int64_t max_seq = 0;
-      for (const auto& s : states) max_seq = std::max(max_seq, s.seq);
-      seq = static_cast<std::uint64_t>(std::max<std::int64_t>(max_seq, static_cast<std::int64_t>(call_seq)));
-      throw Error(Errc::Internal, why);
-    }
+    if (const std::string why = catch_up_impossible(states); !why.empty())
+      fail_in_step(states, call_seq, Error(Errc::Internal, why));
     // A member that finalized while we are in a collective will never join it.
     for (const auto& s : states)
       if (s.finalizing && s.seq == static_cast<std::int64_t>(call_seq)) {
@@ -351,13 +338,31 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
 
 // ---------------------------------------------------------------- recovery
 
-void Communicator::Impl::announce_quietly() {
+void Communicator::Impl::update_view() {
   view_ = {epoch_->rank, epoch_->size, epoch_->number, epoch_->my_id(), epoch_->members};
 }
 
 void Communicator::Impl::announce(const MembershipChange& change) {
-  announce_quietly();
+  update_view();
   for (auto& [id, callback] : callbacks) callback(change);
+}
+
+std::vector<int> Communicator::Impl::announce_pending() {
+  const MembershipChange change = *std::exchange(pending_, std::nullopt);
+  announce(change);
+  return change.lost;
+}
+
+// An error that every survivor raises alike after a recovery: each is told
+// of the change first, and all go on after the newest collective any of
+// them was in, so that their next calls match.
+void Communicator::Impl::fail_in_step(const std::vector<membership::MemberInfo>& states,
+                                      std::uint64_t call_seq, const Error& error) {
+  if (pending_) announce_pending();
+  std::int64_t max_seq = static_cast<std::int64_t>(call_seq);
+  for (const auto& s : states) max_seq = std::max(max_seq, s.seq);
+  seq = static_cast<std::uint64_t>(max_seq);
+  throw error;
 }
 
 // Two recoveries the application has not been told of, as one change.

@@ -51,7 +51,6 @@ struct Communicator::Impl final : transport::WaitContext {
   void on_phase(transport::Phase phase, int step) override;
   bool oversubscribed() const override { return epoch_->oversubscribed; }
 
-  const membership::Epoch& epoch() const { return *epoch_; }
   // The membership as the application sees it: the agreed epoch, except
   // between a catch-up and this member's next call (see run()).
   struct View {
@@ -73,7 +72,11 @@ struct Communicator::Impl final : transport::WaitContext {
   };
   // Makes the current epoch the application's view and runs the callbacks.
   void announce(const MembershipChange& change);
-  void announce_quietly();  // the view alone (the first epoch)
+  void update_view();  // the view alone (the first epoch)
+  // Announces pending_ and returns its lost members.
+  std::vector<int> announce_pending();
+  [[noreturn]] void fail_in_step(const std::vector<membership::MemberInfo>& states, std::uint64_t call_seq,
+                                 const Error& error);
   static MembershipChange merged(const MembershipChange& first, const MembershipChange& then);
   std::string validate(const CollectiveCall& call) const;
   void execute(const CollectiveCall& call, std::uint64_t call_seq);

@@ -150,11 +150,12 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
     const std::string where = "member " + std::to_string(r.member) + " on " + r.host;
     const double after = r.end - (o.job_start > 0 ? o.job_start : r.start);
     if (r.runtime_started()) any_started = true;
-    if (r.start_timed_out())
+    if (r.start_timed_out()) {
+      ++start_timeouts;
       v.lines.push_back(where + ": start-up did not complete in time; the start-up watchdog ended it " +
                         "(RINGMEND_START_TIMEOUT)");
+    }
     if (r.how == RankRecord::End::Signaled && !r.runtime_started()) ++killed_starting;
-    if (r.start_timed_out()) ++start_timeouts;
     if (r.finalize_timed_out())
       v.lines.push_back(where + ": MPI_Finalize did not return in time; the shutdown watchdog ended it " +
                         "(RINGMEND_FINALIZE_TIMEOUT)");
