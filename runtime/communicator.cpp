@@ -344,6 +344,9 @@ void Communicator::Impl::update_view() {
 
 void Communicator::Impl::announce(const MembershipChange& change) {
   update_view();
+  // A rebuild that lost nobody (an input error on one rank revokes the
+  // epoch so that the others learn of it) changes no membership.
+  if (change.lost.empty()) return;
   for (auto& [id, callback] : callbacks) callback(change);
 }
 
@@ -519,12 +522,13 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
   std::snprintf(times, sizeof times, "in %.1f ms (revoke+shrink %.1f ms, rebuild %.1f ms, %d attempt%s)",
                 change.recovery_seconds * 1e3, shrink_seconds * 1e3, rebuild_seconds * 1e3, attempts,
                 attempts == 1 ? "" : "s");
+  const std::string what = out.lost.empty() ? "rebuilt the epoch, no member lost,"
+                                            : std::string("recovered from the loss of member") +
+                                                  (out.lost.size() == 1 ? " " : "s ") + lost_text;
   ringmend::log(epoch_->rank == 0 ? LogLevel::Info : LogLevel::Debug,
-                std::string("recovered from the loss of member") + (out.lost.size() == 1 ? " " : "s ") +
-                    lost_text + " in collective #" + std::to_string(mine.seq) + " (noticed as: " + cause +
-                    "): " + std::to_string(old_size) + " -> " + std::to_string(epoch_->size) +
-                    " ranks, epoch " + std::to_string(epoch_->number) + ", " + times +
-                    "; rebuild steps: " + builder_.laps());
+                what + " in collective #" + std::to_string(mine.seq) + " (noticed as: " + cause + "): " +
+                    std::to_string(old_size) + " -> " + std::to_string(epoch_->size) + " ranks, epoch " +
+                    std::to_string(epoch_->number) + ", " + times + "; rebuild steps: " + builder_.laps());
   out.change = change;
   return out;
 }

@@ -125,16 +125,38 @@ std::optional<TakenRecord> take_record(std::string_view line) {
   return t;
 }
 
+std::optional<std::string> lost_daemon_node(std::string_view line) {
+  const std::size_t daemon = line.find("Remote daemon:");
+  if (daemon == std::string_view::npos) return std::nullopt;
+  constexpr std::string_view kOnNode = " on node ";
+  const std::size_t on = line.find(kOnNode, daemon);
+  if (on == std::string_view::npos) return std::nullopt;
+  std::string_view name = line.substr(on + kOnNode.size());
+  name = name.substr(0, name.find_first_of(" \t\r\n"));
+  if (name.empty()) return std::nullopt;
+  return std::string(name);
+}
+
 Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
-  if (records.empty()) {
+  std::string nodes_lost;
+  for (const auto& n : o.lost_nodes) nodes_lost += (nodes_lost.empty() ? "" : ",") + n;
+  const std::string node_loss_line =
+      "exit status " + std::to_string(kExitNodeLost) + ": node " + nodes_lost +
+      " was lost (the MPI runtime lost its daemon there, and Open MPI 5.0 then ends the whole job); relaunch "
+      "on the remaining nodes from the last checkpoint (ringmend-run --exclude " +
+      nodes_lost + "; docs/slurm.md)";
+  const std::string started =
+      o.ranks_started > 0 ? std::to_string(o.ranks_started) : std::to_string(records.size());
+  if (records.empty() && o.lost_nodes.empty()) {
     // Not one record: the ranks' stderr went elsewhere (mpirun's
-    // --output-filename, for one) or none started. Nothing to judge by.
+    // --output-filename, for one), none started, or the MPI runtime ended
+    // them all. Nothing says the job succeeded.
     Verdict v;
-    v.exit_status = o.mpirun_status;
-    v.lines = {std::to_string(o.ranks_started) +
-                   " ranks started; no rank reported how it ended (is their "
-                   "stderr redirected?)",
-               "exit status " + std::to_string(v.exit_status) + ": mpirun's"};
+    v.lines = {started + " ranks started; no rank reported how it ended"};
+    v.exit_status = o.mpirun_status != 0 ? o.mpirun_status : 1;
+    v.lines.push_back("exit status " + std::to_string(v.exit_status) +
+                      (o.mpirun_status != 0 ? ": mpirun's" : ": the outcome is unknown") +
+                      " (is the ranks' stderr redirected, e.g. by --output-filename?)");
     return v;
   }
   std::sort(records.begin(), records.end(),
@@ -155,7 +177,9 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
       v.lines.push_back(where + ": start-up did not complete in time; the start-up watchdog ended it " +
                         "(RINGMEND_START_TIMEOUT)");
     }
-    if (r.how == RankRecord::End::Signaled && !r.runtime_started()) ++killed_starting;
+    // A crash is a bug, which another start would meet again: not counted.
+    if (r.how == RankRecord::End::Signaled && !r.runtime_started() && !crash_signal(r.code))
+      ++killed_starting;
     if (r.finalize_timed_out())
       v.lines.push_back(where + ": MPI_Finalize did not return in time; the shutdown watchdog ended it " +
                         "(RINGMEND_FINALIZE_TIMEOUT)");
@@ -182,19 +206,28 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
   for (std::size_t m = 0; m < seen.size(); ++m)
     if (!seen[m]) {
       ++lost;
-      losses.push_back("member " + std::to_string(m) +
-                       ": no record of how it ended (its node may have been lost, or its launcher killed)");
+      const std::string host = m < o.member_hosts.size() ? o.member_hosts[m] : "";
+      const bool node_lost = std::find(o.lost_nodes.begin(), o.lost_nodes.end(), host) != o.lost_nodes.end();
+      losses.push_back("member " + std::to_string(m) + (host.empty() ? "" : " on " + host) +
+                       (node_lost ? ": lost with its node"
+                        : !o.lost_nodes.empty()
+                            ? ": ended with the job by the MPI runtime"
+                            : ": no record of how it ended (its node may have been lost, or "
+                              "its launcher killed)"));
     }
 
-  std::string head = std::to_string(o.ranks_started) + " ranks started, " + std::to_string(finished) +
-                     " finished normally, " + std::to_string(lost) + " lost";
+  std::string head = started + " ranks started, " + std::to_string(finished) + " finished normally, " +
+                     std::to_string(lost) + " lost";
   if (epoch >= 0)
     head += "; " + std::to_string(recoveries) + (recoveries == 1 ? " recovery" : " recoveries") +
             ", final size " + std::to_string(size) + " (epoch " + std::to_string(epoch) + ")";
   v.lines.insert(v.lines.begin(), head);
   for (const auto& l : losses) v.lines.push_back("  " + l);
 
-  if (survivor_status != 0) {
+  if (!o.lost_nodes.empty()) {
+    v.exit_status = kExitNodeLost;
+    v.lines.push_back(node_loss_line);
+  } else if (survivor_status != 0) {
     v.exit_status = survivor_status;
     v.lines.push_back("exit status " + std::to_string(v.exit_status) +
                       ": a rank that finished its work exited with it");

@@ -43,6 +43,11 @@ struct RankRecord {
 // could not be attempted).
 inline constexpr int kExitStartFailed = 4;
 
+// The launcher's exit status when a whole node was lost: the MPI runtime
+// (PRRTE in Open MPI 5.0) ends the job when its daemon on a node dies, so
+// the survivors cannot go on; relaunch without that node (docs/slurm.md).
+inline constexpr int kExitNodeLost = 5;
+
 // The line ringmend-rank prints (without a newline).
 std::string rank_record(const RankRecord& r, const std::string& runtime_words);
 
@@ -54,12 +59,19 @@ struct TakenRecord {
 };
 std::optional<TakenRecord> take_record(std::string_view line);
 
+// A line of mpirun's stderr that names a node whose MPI daemon was lost
+// (PRRTE's "lost communication with a remote daemon" message, whose line
+// "  Remote daemon: [nspace,vpid] on node NAME" this recognises): NAME.
+std::optional<std::string> lost_daemon_node(std::string_view line);
+
 // The verdict over the job.
 struct JudgeOptions {
-  int ranks_started = 0;      // as many ranks as mpirun was asked for
-  int mpirun_status = 0;      // mpirun's own exit status
-  bool fail_on_loss = false;  // any lost rank fails the job
-  double job_start = 0;       // seconds since the epoch, for "when"
+  int ranks_started = 0;                  // as many ranks as mpirun was asked for (0: unknown)
+  int mpirun_status = 0;                  // mpirun's own exit status
+  bool fail_on_loss = false;              // any lost rank fails the job
+  double job_start = 0;                   // seconds since the epoch, for "when"
+  std::vector<std::string> member_hosts;  // the node each member was placed on (empty: unknown)
+  std::vector<std::string> lost_nodes;    // nodes whose MPI daemon was lost (lost_daemon_node)
 };
 struct Verdict {
   int exit_status = 0;

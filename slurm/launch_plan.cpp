@@ -26,7 +26,7 @@ std::string describe(const std::vector<NodeSlots>& nodes, const std::string& sou
 
 std::string excluded_note(const std::vector<std::string>& excluded) {
   if (excluded.empty()) return {};
-  return "; the network check excluded " + compress_hostlist(excluded);
+  return "; left out: " + compress_hostlist(excluded) + " (--exclude, a lost node, or the network check)";
 }
 
 const char* kMoreSlots =
@@ -159,6 +159,12 @@ std::vector<std::string> mpirun_command(const Placement& placement, const Comman
     // on each node, in order; PE=c gives each rank its Slurm CPUs per task.
     cmd.insert(cmd.end(), {"--host", host_argument(placement), "--map-by",
                            o.cpus_per_task > 1 ? "slot:PE=" + std::to_string(o.cpus_per_task) : "slot"});
+    // PRRTE starts its daemons with an srun of its own. --overlap lets that
+    // step share CPUs with steps still counted in the allocation: after a
+    // node loss the last launch's daemon step stays until Slurm declares
+    // the node down, and a relaunch on the remaining nodes would wait for
+    // it.
+    cmd.insert(cmd.end(), {"--prtemca", "plm_slurm_args", "--overlap"});
   }
   cmd.insert(cmd.end(), {"-np", std::to_string(placement.ranks)});
   if (o.oversubscribe) cmd.push_back("--oversubscribe");

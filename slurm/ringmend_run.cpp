@@ -43,6 +43,10 @@ struct Options {
   std::vector<std::string> extra;  // pass-through mpirun arguments
   std::string mpirun;              // --mpirun
   bool fail_on_loss = false;
+  std::vector<std::string> exclude;  // nodes to leave out (--exclude, --exclude-file)
+  std::string exclude_file;          // read at start; a lost node is added to it
+  bool mpirun_args = false;          // --mpirun-args: `program` is mpirun's own command line
+  bool placement_given = false;
   bool verbose = false;
   bool quiet = false;
   std::vector<std::string> program;
@@ -107,6 +111,13 @@ void usage(FILE* out) {
       "Other\n"
       "      --fail-on-loss      exit 3 when any rank was lost, even if the job recovered\n"
       "                          (for batch scripts that would rather requeue)\n"
+      "      --exclude NODES     leave these nodes of the allocation out (n[3-4],n7)\n"
+      "      --exclude-file FILE leave out the nodes FILE lists, and add to it a node lost\n"
+      "                          during the job: a batch script that relaunches after a\n"
+      "                          node loss (exit status 5) then uses the remaining nodes\n"
+      "      --mpirun-args ARGS  the rest of the command line is mpirun's own (options,\n"
+      "                          program, arguments), passed as is with the FT arguments\n"
+      "                          added; the outcome is reported as below (scripts/ft-mpirun)\n"
       "  -v, --verbose           also say where mpirun and the FT arguments come from\n"
       "  -q, --quiet             do not print the command before running it\n"
       "  -h, --help              this text\n"
@@ -134,7 +145,9 @@ void usage(FILE* out) {
       "  2  the job could not be started (the message says why)\n"
       "  3  ranks were lost and --fail-on-loss was given\n"
       "  4  the job did not start: a rank died while MPI started, which MPI cannot\n"
-      "     always survive; nothing ran, start it again\n",
+      "     always survive; nothing ran, start it again\n"
+      "  5  a node was lost (its MPI daemon died; Open MPI 5.0 then ends the job): the\n"
+      "     summary names it; relaunch without it (--exclude, --exclude-file)\n",
       RINGMEND_RUN_MPIEXEC[0] ? RINGMEND_RUN_MPIEXEC : "none recorded");
 }
 
@@ -170,6 +183,9 @@ enum LongOnly {
   kMpirunArg,
   kMpirun,
   kFailOnLoss,
+  kExclude,
+  kExcludeFile,
+  kMpirunArgs,
   kVersion,
 };
 
@@ -193,6 +209,9 @@ Options parse(int argc, char** argv) {
       {"mpirun-arg", required_argument, nullptr, kMpirunArg},
       {"mpirun", required_argument, nullptr, kMpirun},
       {"fail-on-loss", no_argument, nullptr, kFailOnLoss},
+      {"exclude", required_argument, nullptr, kExclude},
+      {"exclude-file", required_argument, nullptr, kExcludeFile},
+      {"mpirun-args", no_argument, nullptr, kMpirunArgs},
       {"verbose", no_argument, nullptr, 'v'},
       {"quiet", no_argument, nullptr, 'q'},
       {"help", no_argument, nullptr, 'h'},
@@ -203,17 +222,20 @@ Options parse(int argc, char** argv) {
   opterr = 0;
   int c;
   // '+': stop at the program name, so that its own options stay its own.
-  while ((c = getopt_long(argc, argv, "+:n:N:x:vqh", longs, nullptr)) != -1) {
+  while (!o.mpirun_args && (c = getopt_long(argc, argv, "+:n:N:x:vqh", longs, nullptr)) != -1) {
     const char* name = argv[optind - 1];
     switch (c) {
       case 'n':
         o.placement.ranks = to_count("-n/--np", optarg);
+        o.placement_given = true;
         break;
       case 'N':
         o.placement.nodes = to_count("-N/--nodes", optarg);
+        o.placement_given = true;
         break;
       case kRanksPerNode:
         o.placement.ranks_per_node = to_count("--ranks-per-node", optarg);
+        o.placement_given = true;
         break;
       case kOversubscribe:
         o.placement.oversubscribe = true;
@@ -261,6 +283,19 @@ Options parse(int argc, char** argv) {
       case kFailOnLoss:
         o.fail_on_loss = true;
         break;
+      case kExclude:
+        try {
+          for (auto& n : expand_hostlist(optarg)) o.exclude.push_back(std::move(n));
+        } catch (const std::exception& e) {
+          throw Fatal{std::string("--exclude '") + optarg + "': " + e.what()};
+        }
+        break;
+      case kExcludeFile:
+        o.exclude_file = optarg;
+        break;
+      case kMpirunArgs:
+        o.mpirun_args = true;  // the rest is mpirun's: stop here
+        break;
       case 'v':
         o.verbose = true;
         break;
@@ -282,6 +317,15 @@ Options parse(int argc, char** argv) {
     }
   }
   for (int i = optind; i < argc; ++i) o.program.emplace_back(argv[i]);
+  if (o.mpirun_args) {
+    if (o.program.empty()) throw Fatal{"--mpirun-args: no mpirun arguments follow (at least the program)"};
+    if (o.placement_given || o.placement.oversubscribe || o.network_check || !o.exclude.empty() ||
+        !o.exclude_file.empty() || !o.extra.empty())
+      throw Fatal{
+          "with --mpirun-args, placement, the network check, --exclude and mpirun options are written in "
+          "mpirun's own arguments after it, not as ringmend-run options"};
+    return o;
+  }
   if (o.program.empty() && !o.network_check_only)
     throw Fatal{
         "no program given. Usage: ringmend-run [options] program [arguments]; see ringmend-run --help"};
@@ -541,9 +585,9 @@ int local_cpus() {
 // -x also carries them where mpirun starts daemons another way. The
 // variables that describe the installation stay out of the command.
 std::vector<std::string> ringmend_variables() {
-  static const char* const kNotForRanks[] = {"RINGMEND_ROOT",         "RINGMEND_VERSION",
-                                             "RINGMEND_MPI",          "RINGMEND_MPIEXEC",
-                                             "RINGMEND_FT_ARGS_FILE", "RINGMEND_NETCHECK"};
+  static const char* const kNotForRanks[] = {"RINGMEND_ROOT",    "RINGMEND_VERSION",      "RINGMEND_MPI",
+                                             "RINGMEND_MPIEXEC", "RINGMEND_FT_ARGS_FILE", "RINGMEND_NETCHECK",
+                                             "RINGMEND_RUN"};
   std::vector<std::string> names;
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, "RINGMEND_", 9) == 0) {
@@ -675,7 +719,8 @@ double wall_seconds() {
 
 // Runs mpirun with its stderr through this process, which takes the rank
 // records out of it; returns the job's exit status after the summary.
-int run_job(const std::vector<std::string>& cmd, int ranks, const Options& o) {
+int run_job(const std::vector<std::string>& cmd, int ranks, std::vector<std::string> member_hosts,
+            const Options& o) {
   const double job_start = wall_seconds();
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw Fatal{std::string("pipe: ") + std::strerror(errno)};
@@ -702,8 +747,12 @@ int run_job(const std::vector<std::string>& cmd, int ranks, const Options& o) {
   ::close(fds[1]);
 
   std::vector<RankRecord> records;
+  std::vector<std::string> lost_nodes;
   std::string pending;
   auto pass_on = [&](std::string_view line) {
+    if (auto node = lost_daemon_node(line);
+        node && std::find(lost_nodes.begin(), lost_nodes.end(), *node) == lost_nodes.end())
+      lost_nodes.push_back(*node);
     if (auto taken = take_record(line)) {
       records.push_back(std::move(taken->record));
       if (!taken->text_before.empty()) {
@@ -738,11 +787,90 @@ int run_job(const std::vector<std::string>& cmd, int ranks, const Options& o) {
   j.mpirun_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   j.fail_on_loss = o.fail_on_loss;
   j.job_start = job_start;
+  j.member_hosts = std::move(member_hosts);
+  j.lost_nodes = lost_nodes;
   const Verdict v = judge(std::move(records), j);
   std::fflush(stdout);
   for (std::size_t i = 0; i < v.lines.size(); ++i)
     std::fprintf(stderr, "ringmend-run: %s%s\n", i == 0 ? "summary: " : "", v.lines[i].c_str());
+  if (!lost_nodes.empty() && !o.exclude_file.empty()) {
+    // The next launch from the same batch script leaves them out.
+    std::ofstream out(o.exclude_file, std::ios::app);
+    for (const auto& n : lost_nodes) out << n << '\n';
+    if (!out)
+      std::fprintf(stderr, "ringmend-run: warning: cannot add the lost node to %s\n", o.exclude_file.c_str());
+  }
   return v.exit_status;
+}
+
+// --exclude-file: the nodes it lists (one or more per line, hostlist
+// syntax) are left out; a missing file leaves out nothing.
+void read_exclude_file(Options& o) {
+  if (o.exclude_file.empty()) return;
+  std::ifstream in(o.exclude_file);
+  if (!in) {
+    if (::access(o.exclude_file.c_str(), F_OK) == 0)
+      throw Fatal{"--exclude-file " + o.exclude_file + " cannot be read"};
+    return;
+  }
+  for (std::string line; std::getline(in, line);) {
+    const auto b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos || line[b] == '#') continue;
+    const auto e = line.find_last_not_of(" \t\r");
+    try {
+      for (auto& n : expand_hostlist(line.substr(b, e - b + 1))) o.exclude.push_back(std::move(n));
+    } catch (const std::exception& err) {
+      throw Fatal{"--exclude-file " + o.exclude_file + ": '" + line + "': " + err.what()};
+    }
+  }
+}
+
+// The rank count of an mpirun command line given as is: the sum of its
+// -n/-np/--np/-c values (one per application context) before the first
+// program; 0 when it names none (mpirun then fills the slots).
+int ranks_in_mpirun_args(const std::vector<std::string>& args) {
+  int total = 0;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == ":") continue;
+    if ((a == "-n" || a == "-np" || a == "--np" || a == "--n" || a == "-c") && i + 1 < args.size()) {
+      total += std::max(0, std::atoi(args[i + 1].c_str()));
+      ++i;
+    } else if (a.rfind("--np=", 0) == 0 || a.rfind("--n=", 0) == 0) {
+      total += std::max(0, std::atoi(a.c_str() + a.find('=') + 1));
+    } else if (a[0] != '-' && executable_file(a)) {
+      // The program: what follows is its own, up to the next ':'.
+      while (i + 1 < args.size() && args[i + 1] != ":") ++i;
+    }
+  }
+  return total;
+}
+
+// --mpirun-args (what scripts/ft-mpirun runs): the user's mpirun command
+// line as is, with the FT arguments added and ringmend-rank put in front of
+// every program through PRRTE's exec agent, so that no program has to be
+// found among mpirun's arguments. The outcome is judged as for a job
+// ringmend-run placed itself.
+int run_mpirun_args(const Options& o, const Mpirun& mpirun, const FtArgs& ft, const std::string& self_dir) {
+  const std::string rank_launcher = find_rank_launcher(self_dir);
+  if (rank_launcher.find_first_of(" \t") != std::string::npos)
+    throw Fatal{
+        "ringmend-rank's path '" + rank_launcher +
+        "' has a space, which PRRTE's exec agent cannot take; install ringmend where the path has none"};
+  std::vector<std::string> cmd{mpirun.path};
+  if (::geteuid() == 0) cmd.push_back("--allow-run-as-root");
+  cmd.insert(cmd.end(), ft.args.begin(), ft.args.end());
+  cmd.insert(cmd.end(), {"--prtemca", "odls_base_exec_agent", rank_launcher});
+  cmd.insert(cmd.end(), o.program.begin(), o.program.end());
+  if (o.dry_run) {
+    std::printf("%s\n", shell_join(cmd).c_str());
+    return 0;
+  }
+  if (!o.quiet) {
+    std::fprintf(stderr, "ringmend-run: %s\n", shell_join(cmd).c_str());
+    std::fflush(stderr);
+  }
+  return run_job(cmd, ranks_in_mpirun_args(o.program), {}, o);
 }
 
 int run(int argc, char** argv) {
@@ -766,7 +894,8 @@ int run(int argc, char** argv) {
     throw Fatal{
         "this ringmend was built against an MPI without ULFM (RINGMEND_REQUIRE_ULFM=OFF), so its programs "
         "cannot survive a rank failure. Launch with --no-ft, or rebuild ringmend with Open MPI 5 and ULFM"};
-  if (!o.network_check_only) check_program(o.program[0]);
+  if (!o.network_check_only && !o.mpirun_args) check_program(o.program[0]);
+  read_exclude_file(o);
   Mpirun mpirun = find_mpirun(o);
   check_mpirun(mpirun, o.fault_tolerance, o.verbose);
   FtArgs ft;
@@ -775,6 +904,8 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "ringmend-run: mpirun: %s (from %s)\n", mpirun.path.c_str(), mpirun.from.c_str());
     if (o.fault_tolerance) std::fprintf(stderr, "ringmend-run: FT arguments from %s\n", ft.source.c_str());
   }
+
+  if (o.mpirun_args) return run_mpirun_args(o, mpirun, ft, self_dir);
 
   CommandOptions c;
   c.mpirun = mpirun.path;
@@ -794,6 +925,17 @@ int run(int argc, char** argv) {
     std::vector<NodeSlots> nodes;
     for (std::size_t i = 0; i < a.nodes.size(); ++i) nodes.push_back({a.nodes[i], a.slots[i]});
     std::vector<std::string> excluded;
+    for (const auto& n : o.exclude) {
+      if (std::none_of(nodes.begin(), nodes.end(), [&](const NodeSlots& s) { return s.name == n; }))
+        std::fprintf(stderr, "ringmend-run: note: --exclude names %s, which is not in the allocation\n",
+                     n.c_str());
+      else if (std::find(excluded.begin(), excluded.end(), n) == excluded.end())
+        excluded.push_back(n);
+    }
+    std::erase_if(nodes, [&](const NodeSlots& n) {
+      return std::find(excluded.begin(), excluded.end(), n.name) != excluded.end();
+    });
+    const std::size_t user_excluded = excluded.size();
     if (o.network_check) {
       std::vector<std::string> names;
       for (const auto& n : nodes)
@@ -829,8 +971,15 @@ int run(int argc, char** argv) {
     }
     where = "Slurm job " + a.job_id + ": " + std::to_string(placement.ranks) + " ranks on " +
             host_argument(placement);
-    if (!excluded.empty()) where += " (" + compress_hostlist(excluded) + " left out by the network check)";
+    const std::vector<std::string> by_user(excluded.begin(),
+                                           excluded.begin() + static_cast<long>(user_excluded));
+    const std::vector<std::string> by_check(excluded.begin() + static_cast<long>(user_excluded),
+                                            excluded.end());
+    if (!by_user.empty()) where += " (" + compress_hostlist(by_user) + " left out: --exclude)";
+    if (!by_check.empty()) where += " (" + compress_hostlist(by_check) + " left out by the network check)";
   } else {
+    if (!o.exclude.empty())
+      throw Fatal{"--exclude leaves out nodes of a Slurm allocation, and this is not one"};
     if (o.network_check) {
       std::printf("network check: not in a Slurm allocation, only this machine; nothing to compare\n");
       std::fflush(stdout);
@@ -857,7 +1006,10 @@ int run(int argc, char** argv) {
     std::fflush(stderr);
   }
   std::fflush(stdout);
-  return run_job(cmd, placement.ranks, o);
+  // --map-by slot fills the hosts in order: member i's node.
+  std::vector<std::string> member_hosts;
+  for (const auto& h : placement.hosts) member_hosts.insert(member_hosts.end(), h.count, h.name);
+  return run_job(cmd, placement.ranks, std::move(member_hosts), o);
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the build tree into a temporary prefix, then builds a program
 # outside the tree twice — with find_package(ringmend CONFIG) and with
-# pkg-config — and runs both under ft-mpirun.
-#   check_install.sh BUILD_DIR SOURCE_DIR
+# pkg-config — and runs both under the installed ringmend-run (with
+# --mpirun-args, as scripts/ft-mpirun does).
+#   check_install.sh BUILD_DIR
 set -euo pipefail
-build=$1 src=$2
+build=$1
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -21,7 +22,7 @@ c++ -std=c++20 "$work/app/consumer.cpp" -o "$work/app/consumer_pc" $(pkg-config 
 echo "built with pkg-config ringmend $(pkg-config --modversion ringmend)"
 status=0
 for exe in "$work/app/build/consumer" "$work/app/consumer_pc"; do
-  out=$(timeout -k 5 60 "$src/scripts/ft-mpirun" --oversubscribe -np 2 "$exe" 2>&1) || status=1
+  out=$(timeout -k 5 60 "$work/prefix/bin/ringmend-run" -q --mpirun-args --oversubscribe -np 2 "$exe" 2>&1) || status=1
   echo "$out"
   [ "$(grep -c 'TEST PASSED' <<<"$out")" -eq 2 ] || status=1
 done

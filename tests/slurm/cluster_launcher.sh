@@ -55,12 +55,12 @@ done <"$(dirname "$0")/../../ulfm/ft_mpirun_args.txt"
 # Every rank starts under ringmend-rank, which reports how it ended.
 rank=$(realpath "$(dirname "$run")/ringmend-rank")
 expect 1 0 "dry run: every slot" "# Slurm job" "4 ranks on n1:2,n2:2; fault tolerance on" \
-  "mpirun $root$ft--host n1:2,n2:2 --map-by slot -np 4 $rank $train"
-expect 2 0 "dry run: -n 3" "--host n1:2,n2:1 --map-by slot -np 3 $rank $train"
-expect 3 0 "dry run: --ranks-per-node 1" "--host n1:1,n2:1 --map-by slot -np 2 $rank $train"
-expect 4 0 "dry run: -N 1" "--host n1:2 --map-by slot -np 2 $rank $train"
+  "mpirun $root$ft--host n1:2,n2:2 --map-by slot --prtemca plm_slurm_args --overlap -np 4 $rank $train"
+expect 2 0 "dry run: -n 3" "--host n1:2,n2:1 --map-by slot --prtemca plm_slurm_args --overlap -np 3 $rank $train"
+expect 3 0 "dry run: --ranks-per-node 1" "--host n1:1,n2:1 --map-by slot --prtemca plm_slurm_args --overlap -np 2 $rank $train"
+expect 4 0 "dry run: -N 1" "--host n1:2 --map-by slot --prtemca plm_slurm_args --overlap -np 2 $rank $train"
 expect 5 0 "dry run: --no-ft and pass-through" "fault tolerance OFF (--no-ft)" \
-  "mpirun $root--host n1:2 --map-by slot -np 2 -x FOO=1 --mca btl_tcp_if_include lo $rank $train --steps=3"
+  "mpirun $root--host n1:2 --map-by slot --prtemca plm_slurm_args --overlap -np 2 -x FOO=1 --mca btl_tcp_if_include lo $rank $train --steps=3"
 if section 5 | grep -q -- "--with-ft"; then fail "--no-ft still has --with-ft"; fi
 expect 6 2 "error: more ranks than slots" "ringmend-run: error: more ranks than slots: 5 ranks asked, the allocation has 4 task slots (n[1-2] with 2(x2) task slots per node; SLURM_TASKS_PER_NODE=2(x2))"
 expect 7 2 "error: more nodes than allocated" "ringmend-run: error: --nodes 3: the allocation has 2 usable nodes"

@@ -91,7 +91,7 @@ slow)
   fi
   has "ringmend-run says which node it dropped and why" "ringmend-run: network check: dropping node n2: " \
     "the node is overloaded or throttled"
-  has "the job ran on n1 alone" "2 ranks on n1:2 (n2 left out by the network check)" "--host n1:2 --map-by slot -np 2" \
+  has "the job ran on n1 alone" "2 ranks on n1:2 (n2 left out by the network check)" "--host n1:2 --map-by slot --prtemca plm_slurm_args --overlap -np 2" \
     "train_logreg: 2 ranks" "MATCHES the reference"
   ;;
 *)

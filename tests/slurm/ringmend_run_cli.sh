@@ -76,7 +76,8 @@ case "$what" in
 help)
   rr -- --help
   ok "--help" "Usage: ringmend-run [options]" "--network-check" "--dry-run" "--ranks-per-node" "--no-ft" \
-    "MPIEXEC" "srun --mpi=pmix" "ends the whole job step" "#SBATCH" "Exit status"
+    "MPIEXEC" "srun --mpi=pmix" "ends the whole job step" "#SBATCH" "Exit status" "--exclude-file" \
+    "--mpirun-args" "5  a node was lost"
   rr -- -h
   ok "-h" "Usage: ringmend-run"
   rr -- --version
@@ -89,29 +90,29 @@ dry_run)
   command_is "local command" "$head-np 2 $rank $app --steps=3"
   rr "${alloc[@]}" -- --dry-run "$app"
   ok "allocation summary" "# Slurm job 42: 13 ranks on n001:2,n002:2,n003:2,n004:1,n010:1,gpu1:1,gpu2:4"
-  command_is "every slot" "$head--host n001:2,n002:2,n003:2,n004:1,n010:1,gpu1:1,gpu2:4 --map-by slot -np 13 $rank $app"
+  command_is "every slot" "$head--host n001:2,n002:2,n003:2,n004:1,n010:1,gpu1:1,gpu2:4 --map-by slot --prtemca plm_slurm_args --overlap -np 13 $rank $app"
   rr "${alloc[@]}" -- --dry-run -n 5 "$app"
-  command_is "-n 5 fills nodes in order" "$head--host n001:2,n002:2,n003:1 --map-by slot -np 5 $rank $app"
+  command_is "-n 5 fills nodes in order" "$head--host n001:2,n002:2,n003:1 --map-by slot --prtemca plm_slurm_args --overlap -np 5 $rank $app"
   rr "${alloc[@]}" -- --dry-run --ranks-per-node 1 -n 3 "$app"
-  command_is "--ranks-per-node 1 -n 3" "$head--host n001:1,n002:1,n003:1 --map-by slot -np 3 $rank $app"
+  command_is "--ranks-per-node 1 -n 3" "$head--host n001:1,n002:1,n003:1 --map-by slot --prtemca plm_slurm_args --overlap -np 3 $rank $app"
   rr "${alloc[@]}" -- --dry-run -N 2 "$app"
-  command_is "-N 2" "$head--host n001:2,n002:2 --map-by slot -np 4 $rank $app"
+  command_is "-N 2" "$head--host n001:2,n002:2 --map-by slot --prtemca plm_slurm_args --overlap -np 4 $rank $app"
   rr "${alloc[@]}" -- --dry-run -N 2 -n 2 "$app"
-  command_is "-N 2 -n 2 spreads" "$head--host n001:1,n002:1 --map-by slot -np 2 $rank $app"
+  command_is "-N 2 -n 2 spreads" "$head--host n001:1,n002:1 --map-by slot --prtemca plm_slurm_args --overlap -np 2 $rank $app"
   rr "${alloc[@]}" -- --dry-run --no-ft -n 2 "$app"
   ok "--no-ft summary" "fault tolerance OFF (--no-ft)"
-  command_is "--no-ft" "$mpirun $root--host n001:2 --map-by slot -np 2 $rank $app"
+  command_is "--no-ft" "$mpirun $root--host n001:2 --map-by slot --prtemca plm_slurm_args --overlap -np 2 $rank $app"
   rr "${alloc[@]}" -- --dry-run -n 2 -x FOO=1 --mca btl_tcp_if_include lo --mpirun-arg=--report-bindings \
     "$app" a 'b c' -n 7
   command_is "pass-through, program arguments kept" \
-    "$head--host n001:2 --map-by slot -np 2 -x FOO=1 --mca btl_tcp_if_include lo --report-bindings $rank $app a 'b c' -n 7"
+    "$head--host n001:2 --map-by slot --prtemca plm_slurm_args --overlap -np 2 -x FOO=1 --mca btl_tcp_if_include lo --report-bindings $rank $app a 'b c' -n 7"
   rr "${alloc[@]}" SLURM_CPUS_PER_TASK=2 -- --dry-run -n 2 "$app"
-  command_is "cpus per task" "$head--host n001:2 --map-by slot:PE=2 -np 2 $rank $app"
+  command_is "cpus per task" "$head--host n001:2 --map-by slot:PE=2 --prtemca plm_slurm_args --overlap -np 2 $rank $app"
   rr "${alloc[@]}" RINGMEND_TIMEOUT=30 RINGMEND_ROOT=/opt/x -- --dry-run -n 2 -- "$app"
-  command_is "RINGMEND_* forwarded, the module's own not" "$head--host n001:2 --map-by slot -np 2 -x RINGMEND_TIMEOUT $rank $app"
+  command_is "RINGMEND_* forwarded, the module's own not" "$head--host n001:2 --map-by slot --prtemca plm_slurm_args --overlap -np 2 -x RINGMEND_TIMEOUT $rank $app"
   rr "${alloc[@]}" -- --dry-run -n 20 --oversubscribe "$app"
   command_is "--oversubscribe" \
-    "$head--host n001:3,n002:3,n003:3,n004:2,n010:2,gpu1:2,gpu2:5 --map-by slot -np 20 --oversubscribe $rank $app"
+    "$head--host n001:3,n002:3,n003:3,n004:2,n010:2,gpu1:2,gpu2:5 --map-by slot --prtemca plm_slurm_args --overlap -np 20 --oversubscribe $rank $app"
   printf '# a site copy\n--with-ft\nulfm\n\n--mca\nbtl_tcp_if_include\nib0\n' >"$work/ft.txt"
   rr MPIEXEC="$mpirun" RINGMEND_FT_ARGS_FILE="$work/ft.txt" -- --dry-run -v -n 1 "$app"
   ok "RINGMEND_FT_ARGS_FILE" "FT arguments from $work/ft.txt"
@@ -124,9 +125,22 @@ dry_run)
   ok "network check on one node" "the allocation has one node; nothing to compare" "--host n1:2"
   rr "${alloc[@]}" -- --dry-run --network-check --network-check-ratio 0.3 -n 2 "$app"
   ok "a dry run shows the network check without running it" "# network check (not run by --dry-run" \
-    "--host n001:1,n002:1,n003:1,n004:1,n010:1,gpu1:1,gpu2:1 --map-by slot -np 7 " "ringmend-netcheck" \
+    "--host n001:1,n002:1,n003:1,n004:1,n010:1,gpu1:1,gpu2:1 --map-by slot --prtemca plm_slurm_args --overlap -np 7 " "ringmend-netcheck" \
     "'--nodes=n[001-004,010],gpu[1-2]' --ratio=0.3 --min-bw=0 --seconds=0.15"
-  command_is "the command after a dry network check" "$head--host n001:2 --map-by slot -np 2 $rank $app"
+  command_is "the command after a dry network check" "$head--host n001:2 --map-by slot --prtemca plm_slurm_args --overlap -np 2 $rank $app"
+  rr "${alloc[@]}" -- --dry-run --exclude 'n[002-003]' -n 3 "$app"
+  ok "--exclude" "(n[002-003] left out: --exclude)"
+  command_is "--exclude command" "$head--host n001:2,n004:1 --map-by slot --prtemca plm_slurm_args --overlap -np 3 $rank $app"
+  printf '# lost nodes\nn001\ngpu[1-2]\n' >"$work/lost"
+  rr "${alloc[@]}" -- --dry-run --exclude-file "$work/lost" "$app"
+  command_is "--exclude-file" "$head--host n002:2,n003:2,n004:1,n010:1 --map-by slot --prtemca plm_slurm_args --overlap -np 6 $rank $app"
+  rr "${alloc[@]}" -- --dry-run --exclude-file "$work/none-yet" -n 1 "$app"
+  command_is "--exclude-file not there yet" "$head--host n001:1 --map-by slot --prtemca plm_slurm_args --overlap -np 1 $rank $app"
+  # --mpirun-args: mpirun's own command line, as is (scripts/ft-mpirun).
+  rr MPIEXEC="$mpirun" -- --dry-run --mpirun-args --oversubscribe -np 3 "$app" --steps=3
+  command_is "--mpirun-args" "$head--prtemca odls_base_exec_agent $rank --oversubscribe -np 3 $app --steps=3"
+  rr MPIEXEC="$mpirun" -- --dry-run --no-ft --mpirun-args -np 1 "$app"
+  command_is "--mpirun-args --no-ft" "$mpirun $root--prtemca odls_base_exec_agent $rank -np 1 $app"
   ;;
 
 errors)
@@ -192,6 +206,16 @@ errors)
   err "--mca without value" "--mca wants a name and a value"
   rr MPIEXEC="$mpirun" RINGMEND_FT_ARGS_FILE="$work/none.txt" -- --dry-run "$app"
   err "unreadable RINGMEND_FT_ARGS_FILE" "RINGMEND_FT_ARGS_FILE='$work/none.txt' cannot be read"
+  rr MPIEXEC="$mpirun" -- --dry-run --exclude n1 -n 1 "$app"
+  err "--exclude outside an allocation" "--exclude leaves out nodes of a Slurm allocation"
+  rr MPIEXEC="$mpirun" -- --exclude 'n[1-' -n 1 "$app"
+  err "bad --exclude" "--exclude 'n[1-'"
+  rr "${alloc[@]}" -- --dry-run --exclude 'n[001-004,010],gpu[1-2]' "$app"
+  err "every node excluded" "no node is left to run on" "left out: n[001-004,010],gpu[1-2]"
+  rr MPIEXEC="$mpirun" -- --mpirun-args
+  err "--mpirun-args alone" "--mpirun-args: no mpirun arguments follow"
+  rr MPIEXEC="$mpirun" -- -n 2 --mpirun-args -np 2 "$app"
+  err "placement options with --mpirun-args" "are written in mpirun's own arguments"
   ;;
 
 local)
@@ -233,6 +257,18 @@ local)
     "finished its work, then exited with status 5" "exit status 5: a rank that finished its work exited with it"
   rr MPIEXEC="$mpirun" -- -q -n 2 sh -c 'exit 4'
   status "a program that fails on every rank" 4 "2 ranks started, 0 finished normally, 2 lost" "exited with status 4"
+
+  # scripts/ft-mpirun: a plain mpirun command line, judged the same way.
+  ftm() {
+    out=$("${base_env[@]}" MPIEXEC="$mpirun" RINGMEND_RUN="$run" RINGMEND_TIMEOUT=60 "$@" 2>&1)
+    rc=$?
+  }
+  ftm RINGMEND_FAULT=rank=1,call=4,phase=start "$src/scripts/ft-mpirun" --oversubscribe -np 3 "$app" --steps=8
+  status "ft-mpirun: a killed rank, recovered" 0 "MATCHES the reference" \
+    "3 ranks started, 2 finished normally, 1 lost" "exit status 0: the survivors finished normally"
+  ftm RINGMEND_FAULT="rank=0,call=3,phase=start,signal=SEGV;rank=1,call=3,phase=start,signal=SEGV" \
+    "$src/scripts/ft-mpirun" -np 2 "$app" --steps=8
+  status "ft-mpirun: every rank crashed" 1 "2 ranks started, 0 finished normally, 2 lost" "crashed with SIGSEGV"
   ;;
 
 *)

@@ -17,7 +17,7 @@ echo "$out"
 echo "----"
 if [ "$rc" -eq 0 ]; then pass "the job succeeded"; else fail "the job's exit status is $rc"; fi
 has "ringmend-run placed 2+2 ranks with fault tolerance" "4 ranks on n1:2,n2:2; fault tolerance on" \
-  "--with-ft ulfm" "--host n1:2,n2:2 --map-by slot -np 4"
+  "--with-ft ulfm" "--host n1:2,n2:2 --map-by slot --prtemca plm_slurm_args --overlap -np 4"
 has "the program started with fault tolerance" "train_logreg: 4 ranks" "fault tolerance on (ULFM)"
 has "rank 2 was killed" "fault injection: member 2 SIGKILLs itself"
 has "the survivors recovered" "membership change: lost member(s) 2; 4 -> 3 ranks" \

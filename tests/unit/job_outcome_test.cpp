@@ -113,14 +113,45 @@ TEST(Judge, AMissingRecordIsALoss) {
   EXPECT_NE(all(v).find("member 1: no record of how it ended"), std::string::npos) << all(v);
 }
 
-TEST(Judge, WithoutAnyRecordMpirunsStatusStands) {
+TEST(Judge, WithoutAnyRecordNothingSaysTheJobSucceeded) {
+  // Under fault tolerance mpirun exits 0 whatever happened: no record is no
+  // evidence of success.
   JudgeOptions o = started(2);
   o.mpirun_status = 0;
-  EXPECT_EQ(judge({}, o).exit_status, 0);
+  Verdict v = judge({}, o);
+  EXPECT_EQ(v.exit_status, 1);
+  EXPECT_NE(all(v).find("the outcome is unknown"), std::string::npos) << all(v);
   o.mpirun_status = 7;
-  const Verdict v = judge({}, o);
+  v = judge({}, o);
   EXPECT_EQ(v.exit_status, 7);
   EXPECT_NE(all(v).find("no rank reported how it ended"), std::string::npos) << all(v);
+}
+
+TEST(Judge, ALostNodeEndsTheJobWithItsOwnStatus) {
+  // PRRTE's message when a node's daemon dies, as mpirun prints it.
+  EXPECT_EQ(lost_daemon_node("  Remote daemon: [prterun-vm-7958@0,2] on node n2\n"), "n2");
+  EXPECT_EQ(lost_daemon_node("  HNP daemon   : [prterun-vm-7958@0,0] on node vm"), std::nullopt);
+  EXPECT_EQ(lost_daemon_node("Remote daemon: [x,1] on node "), std::nullopt);
+  JudgeOptions o = started(4);
+  o.member_hosts = {"n1", "n1", "n2", "n2"};
+  o.lost_nodes = {"n2"};
+  // The runtime ended the job: the ranks of n1 were killed, n2's said nothing.
+  Verdict v = judge({rank(0, RankRecord::End::Signaled, SIGKILL, "started=1"),
+                     rank(1, RankRecord::End::Signaled, SIGKILL, "started=1")},
+                    o);
+  EXPECT_EQ(v.exit_status, kExitNodeLost);
+  EXPECT_NE(all(v).find("member 2 on n2: lost with its node"), std::string::npos) << all(v);
+  EXPECT_NE(all(v).find("node n2 was lost"), std::string::npos) << all(v);
+  EXPECT_NE(all(v).find("--exclude n2"), std::string::npos) << all(v);
+  // Often not one record comes back.
+  EXPECT_EQ(judge({}, o).exit_status, kExitNodeLost);
+}
+
+TEST(Judge, ACrashWhileMpiStartsIsNotAStartFailure) {
+  // A crash is a bug: starting again would meet it again.
+  const Verdict v = judge(
+      {rank(0, RankRecord::End::Signaled, SIGSEGV), rank(1, RankRecord::End::Signaled, SIGSEGV)}, started(2));
+  EXPECT_EQ(v.exit_status, 1);
 }
 
 TEST(Judge, TheWatchdogIsReported) {
