@@ -189,11 +189,17 @@ Runtime::~Runtime() {
     const Communicator& w = *impl_->world;
     std::string lost;
     for (int id : impl_->lost) lost += (lost.empty() ? "" : ",") + std::to_string(id);
+    // When the application's last call was done: the launcher measures the
+    // shutdown from here.
+    char now[32];
+    std::snprintf(now, sizeof now, "%.3f",
+                  std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
     tell_launcher(impl_->outcome_fd, std::string(outcome::kFinished) + "=1 " + outcome::kEpoch + "=" +
                                          std::to_string(w.epoch()) + " " + outcome::kSize + "=" +
                                          std::to_string(w.size()) + " " + outcome::kRecoveries + "=" +
                                          std::to_string(impl_->recoveries) + " " + outcome::kLost + "=" +
-                                         (lost.empty() ? "-" : lost));
+                                         (lost.empty() ? "-" : lost) + " " + outcome::kShutdownFrom + "=" +
+                                         now);
   }
   // The application finished: its status stays 0 if the watchdog fires.
   const double limit = impl_->settings.finalize_timeout_seconds;

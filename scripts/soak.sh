@@ -60,6 +60,7 @@ echo "soak: $rounds rounds, seed $seed, $min_np-$max_np ranks, $calls calls of u
 
 declare -A count
 note() { count[$1]=$((${count[$1]:-0} + 1)); }
+shutdowns=()
 failed_rounds=0
 
 # A moment after the victim's pid appears: a third during start-up (MPI_Init,
@@ -192,7 +193,13 @@ run_round() {
     outcome="recovered from ${#lost_for_real[@]} loss(es) $when"
   fi
   note "$outcome"
-  printf 'round %d: %d ranks, killed %s at %s ms: %s\n' "$round" "$np" "${killed[*]:-none}" "${delays[*]}" "$outcome"
+  # How long the job took to end after the last rank's last call (from
+  # ringmend-run's summary), for every round where the survivors finished.
+  local ended
+  ended=$(sed -n 's/.*the job ended \([0-9.]*\) s after the last rank.s last call.*/\1/p' "$dir/out" | head -n 1)
+  [ -n "$ended" ] && shutdowns+=("$ended")
+  printf 'round %d: %d ranks, killed %s at %s ms: %s%s\n' "$round" "$np" "${killed[*]:-none}" "${delays[*]}" "$outcome" \
+    "${ended:+ (ended ${ended} s after the last call)}"
   if [ "$outcome" = FAILED ]; then
     failed_rounds=$((failed_rounds + 1))
     printf '    %s\n' "${problems[@]}"
@@ -206,5 +213,10 @@ run_round() {
 for ((round = 1; round <= rounds; round++)); do run_round "$round"; done
 echo "soak: $rounds rounds, seed $seed"
 for k in "${!count[@]}"; do printf '  %4d  %s\n' "${count[$k]}" "$k"; done | sort -k2
+if [ "${#shutdowns[@]}" -gt 0 ]; then
+  printf '%s\n' "${shutdowns[@]}" | sort -g | awk '{ v[NR] = $1; if ($1 > 1) over++ }
+    END { printf "  the job ended after the last call: min %.2f s, median %.2f s, max %.2f s over %d rounds; over 1 s: %d\n",
+          v[1], v[int((NR + 1) / 2)], v[NR], NR, over }'
+fi
 [ "$failed_rounds" = 0 ] || { echo "soak: $failed_rounds round(s) FAILED"; exit 1; }
 echo "soak: all rounds passed"

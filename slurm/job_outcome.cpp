@@ -222,6 +222,15 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
     head += "; " + std::to_string(recoveries) + (recoveries == 1 ? " recovery" : " recoveries") +
             ", final size " + std::to_string(size) + " (epoch " + std::to_string(epoch) + ")";
   v.lines.insert(v.lines.begin(), head);
+  // The shutdown: from the moment the last rank's Runtime began it (its
+  // application's last call was done) to mpirun's exit.
+  double last_call = 0;
+  for (const RankRecord& r : records)
+    if (r.runtime_finished())
+      last_call = std::max(last_call, std::strtod(word(r, outcome::kShutdownFrom, "0").c_str(), nullptr));
+  if (last_call > 0 && o.job_end >= last_call)
+    v.lines.insert(v.lines.begin() + 1,
+                   "the job ended " + seconds(o.job_end - last_call) + " after the last rank's last call");
   for (const auto& l : losses) v.lines.push_back("  " + l);
 
   if (!o.lost_nodes.empty()) {

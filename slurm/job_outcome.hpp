@@ -70,6 +70,7 @@ struct JudgeOptions {
   int mpirun_status = 0;                  // mpirun's own exit status
   bool fail_on_loss = false;              // any lost rank fails the job
   double job_start = 0;                   // seconds since the epoch, for "when"
+  double job_end = 0;                     // when mpirun exited (0: unknown)
   std::vector<std::string> member_hosts;  // the node each member was placed on (empty: unknown)
   std::vector<std::string> lost_nodes;    // nodes whose MPI daemon was lost (lost_daemon_node)
 };

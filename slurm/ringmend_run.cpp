@@ -787,6 +787,7 @@ int run_job(const std::vector<std::string>& cmd, int ranks, std::vector<std::str
   j.mpirun_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   j.fail_on_loss = o.fail_on_loss;
   j.job_start = job_start;
+  j.job_end = wall_seconds();
   j.member_hosts = std::move(member_hosts);
   j.lost_nodes = lost_nodes;
   const Verdict v = judge(std::move(records), j);

@@ -154,6 +154,16 @@ TEST(Judge, ACrashWhileMpiStartsIsNotAStartFailure) {
   EXPECT_EQ(v.exit_status, 1);
 }
 
+TEST(Judge, TheShutdownIsTimedFromTheLastCall) {
+  RankRecord a = rank(0, RankRecord::End::Exited, 0, "finished=1 epoch=0 size=2 shutdown_from=1000.250");
+  RankRecord b = rank(1, RankRecord::End::Exited, 0, "finished=1 epoch=0 size=2 shutdown_from=1000.500");
+  JudgeOptions o = started(2);
+  o.job_end = 1000.75;
+  const Verdict v = judge({a, b}, o);
+  EXPECT_EQ(v.exit_status, 0);
+  EXPECT_NE(all(v).find("the job ended 0.25 s after the last rank's last call"), std::string::npos) << all(v);
+}
+
 TEST(Judge, TheWatchdogIsReported) {
   RankRecord r = rank(0, RankRecord::End::Exited, 0, "finished=1 epoch=0 size=1 finalize_timeout=1");
   const Verdict v = judge({r}, started(1));

@@ -32,6 +32,7 @@ inline constexpr const char* kSize = "size";                         // ranks in
 inline constexpr const char* kRecoveries = "recoveries";             // membership changes seen
 inline constexpr const char* kLost = "lost";                         // member ids, comma-separated, or -
 inline constexpr const char* kFinalizeTimeout = "finalize_timeout";  // 1: the shutdown watchdog fired
+inline constexpr const char* kShutdownFrom = "shutdown_from";  // when the shutdown began (s since the epoch)
 
 // The exit status of a process whose start-up watchdog fired.
 inline constexpr int kStartTimeoutStatus = 70;
