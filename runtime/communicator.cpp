@@ -66,9 +66,12 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
   MPI_Comm_rank(parent, &world_rank);
   faults_ = FaultInjector(parse_fault_spec(settings_.fault_spec), world_rank, settings_.fault_record);
   builder_.after_step = [this](membership::BuildStep step, const membership::Epoch& e) {
+    if (!faults_.armed()) return;
+    // Every member has published its UCX address, nobody has connected
+    // yet: the others' connects to this rank are refused.
+    if (step == membership::BuildStep::Exchange) faults_.at(FaultPhase::Wireup, current_seq_, 0, e.number);
     // After this node's shared memory is opened, before the epoch is agreed.
-    if (step == membership::BuildStep::Fabric && faults_.armed())
-      faults_.at(FaultPhase::Attach, current_seq_, 0, e.number);
+    if (step == membership::BuildStep::Fabric) faults_.at(FaultPhase::Attach, current_seq_, 0, e.number);
   };
   membership::MemberInfo mine;
   mine.seq = 1;
@@ -449,7 +452,12 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
   // Where the members were, to name the nodes of the lost ones.
   std::vector<membership::MemberId> old_members;
   std::vector<membership::MemberInfo> old_infos;
-  if (epoch_) old_members = epoch_->members, old_infos = epoch_->infos;
+  if (epoch_) {
+    old_members = epoch_->members, old_infos = epoch_->infos;
+  } else if (attempt_ && attempt_->infos.size() == attempt_->members.size()) {
+    // At start-up: the first attempt, if it got as far as its exchange.
+    old_members = attempt_->members, old_infos = attempt_->infos;
+  }
   if (log_enabled(LogLevel::Debug) && epoch_) {
     std::string failed;
     for (int r : ulfm::known_failed(epoch_->ctrl.get())) failed += " " + std::to_string(r);

@@ -45,9 +45,10 @@ FaultPhase to_phase(const std::string& rule, const std::string& v) {
   if (v == "end") return FaultPhase::End;
   if (v == "recovery") return FaultPhase::Recovery;
   if (v == "rebuild") return FaultPhase::Rebuild;
+  if (v == "wireup") return FaultPhase::Wireup;
   if (v == "attach") return FaultPhase::Attach;
   bad(rule, "unknown phase '" + v +
-                "' (start, reduce_scatter, allgather, broadcast, end, recovery, rebuild, attach)");
+                "' (start, reduce_scatter, allgather, broadcast, end, recovery, rebuild, wireup, attach)");
 }
 
 int to_signal(const std::string& rule, const std::string& v) {

@@ -32,7 +32,7 @@
 
 namespace ringmend {
 
-enum class FaultPhase { Start, ReduceScatter, Allgather, Broadcast, End, Recovery, Rebuild, Attach };
+enum class FaultPhase { Start, ReduceScatter, Allgather, Broadcast, End, Recovery, Rebuild, Wireup, Attach };
 
 struct FaultRule {
   int rank = -1;
