@@ -174,6 +174,24 @@ std::vector<std::string> mpirun_command(const Placement& placement, const Comman
   return cmd;
 }
 
+int ranks_in_mpirun_args(const std::vector<std::string>& args,
+                         const std::function<bool(const std::string&)>& is_program) {
+  int total = 0;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == ":") continue;
+    if ((a == "-n" || a == "-np" || a == "--np" || a == "--n" || a == "-c") && i + 1 < args.size()) {
+      total += std::max(0, std::atoi(args[i + 1].c_str()));
+      ++i;
+    } else if (a.rfind("--np=", 0) == 0 || a.rfind("--n=", 0) == 0) {
+      total += std::max(0, std::atoi(a.c_str() + a.find('=') + 1));
+    } else if (!a.empty() && a[0] != '-' && is_program(a)) {
+      while (i + 1 < args.size() && args[i + 1] != ":") ++i;  // the program's own arguments
+    }
+  }
+  return total;
+}
+
 std::string shell_quote(std::string_view arg) {
   if (arg.empty()) return "''";
   const bool plain = std::all_of(arg.begin(), arg.end(), [](char c) {

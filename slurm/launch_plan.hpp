@@ -3,6 +3,7 @@
 // is unit-tested.
 #pragma once
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -63,6 +64,14 @@ struct CommandOptions {
 // mpirun [--allow-run-as-root] [FT args] [--host h1:n1,... --map-by slot[:PE=c]]
 //        -np N [--oversubscribe] [-x VAR...] [extra...] program args...
 std::vector<std::string> mpirun_command(const Placement& placement, const CommandOptions& options);
+
+// The rank count of an mpirun command line given as is (ringmend-run
+// --mpirun-args): the sum of its -n/-np/--np/-c values, one per application
+// context (contexts are separated by ':'), read up to each context's
+// program (the first argument for which `is_program` holds; what follows is
+// the program's own); 0 when it names none (mpirun then fills the slots).
+int ranks_in_mpirun_args(const std::vector<std::string>& args,
+                         const std::function<bool(const std::string&)>& is_program);
 
 // "n1:2,n2:2"
 std::string host_argument(const Placement& placement);

@@ -826,27 +826,6 @@ void read_exclude_file(Options& o) {
   }
 }
 
-// The rank count of an mpirun command line given as is: the sum of its
-// -n/-np/--np/-c values (one per application context) before the first
-// program; 0 when it names none (mpirun then fills the slots).
-int ranks_in_mpirun_args(const std::vector<std::string>& args) {
-  int total = 0;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == ":") continue;
-    if ((a == "-n" || a == "-np" || a == "--np" || a == "--n" || a == "-c") && i + 1 < args.size()) {
-      total += std::max(0, std::atoi(args[i + 1].c_str()));
-      ++i;
-    } else if (a.rfind("--np=", 0) == 0 || a.rfind("--n=", 0) == 0) {
-      total += std::max(0, std::atoi(a.c_str() + a.find('=') + 1));
-    } else if (a[0] != '-' && executable_file(a)) {
-      // The program: what follows is its own, up to the next ':'.
-      while (i + 1 < args.size() && args[i + 1] != ":") ++i;
-    }
-  }
-  return total;
-}
-
 // --mpirun-args (what scripts/ft-mpirun runs): the user's mpirun command
 // line as is, with the FT arguments added and ringmend-rank put in front of
 // every program through PRRTE's exec agent, so that no program has to be
@@ -871,7 +850,7 @@ int run_mpirun_args(const Options& o, const Mpirun& mpirun, const FtArgs& ft, co
     std::fprintf(stderr, "ringmend-run: %s\n", shell_join(cmd).c_str());
     std::fflush(stderr);
   }
-  return run_job(cmd, ranks_in_mpirun_args(o.program), {}, o);
+  return run_job(cmd, ranks_in_mpirun_args(o.program, executable_file), {}, o);
 }
 
 int run(int argc, char** argv) {

@@ -75,7 +75,9 @@ TEST(Placement, ErrorsSayWhatIsWrongAndWhatToDo) {
     place_in_allocation({{"n1", 2}}, req(4), "", {"n2"});
     FAIL();
   } catch (const LaunchError& e) {
-    EXPECT_NE(std::string(e.what()).find("left out: n2 (--exclude, a lost node, or the network check)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("left out: n2 (--exclude, a lost node, or the network check)"),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -133,4 +135,12 @@ TEST(Command, ShellQuoting) {
   EXPECT_EQ(shell_quote(""), "''");
   EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
   EXPECT_EQ(shell_quote("a;b"), "'a;b'");
+}
+
+TEST(MpirunArgs, RanksAreCountedUpToEachProgram) {
+  const auto is_program = [](const std::string& a) { return a == "./app" || a == "./other"; };
+  EXPECT_EQ(ranks_in_mpirun_args({"--oversubscribe", "-np", "3", "./app", "-n", "7"}, is_program), 3);
+  EXPECT_EQ(ranks_in_mpirun_args({"--np=4", "./app"}, is_program), 4);
+  EXPECT_EQ(ranks_in_mpirun_args({"-n", "2", "./app", "-c", "9", ":", "-n", "3", "./other"}, is_program), 5);
+  EXPECT_EQ(ranks_in_mpirun_args({"--host", "a,b", "./app"}, is_program), 0);
 }
