@@ -120,12 +120,20 @@ run_round() {
   echo "launcher exit $rc, killed: ${killed[*]:-none}" >>"$dir/plan"
 
   # Judge the round.
-  local problems=() survivors=() lost_for_real=() f ref="" pids
+  local problems=() survivors=() lost_for_real=() f ref="" pids watchdog=0
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then problems+=("hang: the job ran past ${round_timeout} s"); fi
   for ((v = 0; v < np; v++)); do
     f=$dir/results.$v
     if [[ " ${killed[*]} " == *" $v "* ]] && ! grep -q '^finished' "$f" 2>/dev/null; then
       lost_for_real+=("$v")
+      continue
+    fi
+    # A process waiting in MPI_Init for one that died there may never be
+    # told (Open MPI 5.0): RINGMEND_START_TIMEOUT ends it, and it is lost
+    # like the one it waited for, provided the launcher says so.
+    if [ ! -f "$f" ] && grep -q "member $v on [^ ]*: start-up did not complete in time" "$dir/out"; then
+      lost_for_real+=("$v")
+      watchdog=$((watchdog + 1))
       continue
     fi
     survivors+=("$v")
@@ -191,6 +199,7 @@ run_round() {
     local when=late
     grep -q "started size=$np " "$dir/results.${survivors[0]}" || when="at start-up"
     outcome="recovered from ${#lost_for_real[@]} loss(es) $when"
+    [ "$watchdog" -gt 0 ] && outcome+=" (some ended by the start-up watchdog)"
   fi
   note "$outcome"
   # How long the job took to end after the last rank's last call (from

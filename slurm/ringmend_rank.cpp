@@ -17,6 +17,7 @@
 //     would otherwise end the others while they finalize); ringmend-run
 //     takes the status from the record;
 //   * otherwise, the program's exit status.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -70,6 +71,20 @@ std::string read_all(int fd) {
     }
   }
   return words;
+}
+
+// A node's shared-memory segment carries its creator's pid in its name
+// (/dev/shm/ringmend-<pid>-...). Its peers remove the name once the
+// membership is agreed, or when the creator dies before that; but when every
+// rank of the node dies in that window, nobody is left to do it but the
+// creator's launcher.
+void remove_segments_of(pid_t pid) {
+  const std::string prefix = "ringmend-" + std::to_string(pid) + "-";
+  DIR* dir = ::opendir("/dev/shm");
+  if (!dir) return;
+  while (const dirent* e = ::readdir(dir))
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) ::unlinkat(::dirfd(dir), e->d_name, 0);
+  ::closedir(dir);
 }
 
 }  // namespace
@@ -145,6 +160,7 @@ int main(int argc, char** argv) {
   const bool finished =
       (" " + words + " ").find(std::string(" ") + ringmend::outcome::kFinished + "=1 ") != std::string::npos;
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+  if (!finished) remove_segments_of(child);
 
   int end_signal = 0;
   if (r.how == ringmend::slurm::RankRecord::End::Signaled)

@@ -258,6 +258,13 @@ local)
   rr MPIEXEC="$mpirun" -- -q -n 2 sh -c 'exit 4'
   status "a program that fails on every rank" 4 "2 ranks started, 0 finished normally, 2 lost" "exited with status 4"
 
+  # A rank that dies leaves no shared-memory segment of its own behind, even
+  # when no rank of its node is left to remove it: its launcher does.
+  "$rank" sh -c "touch /dev/shm/ringmend-\$\$-0-e0 && echo \$\$ >'$work/segpid' && kill -9 \$\$" 2>/dev/null
+  seg=/dev/shm/ringmend-$(cat "$work/segpid" 2>/dev/null)-0-e0
+  if [ -s "$work/segpid" ] && [ ! -e "$seg" ]; then pass "ringmend-rank removes a dead rank's segment"; else
+    fail "ringmend-rank left $seg"; rm -f "$seg"; fi
+
   # scripts/ft-mpirun: a plain mpirun command line, judged the same way.
   ftm() {
     out=$("${base_env[@]}" MPIEXEC="$mpirun" RINGMEND_RUN="$run" RINGMEND_TIMEOUT=60 "$@" 2>&1)
