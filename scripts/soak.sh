@@ -61,6 +61,7 @@ echo "soak: $rounds rounds, seed $seed, $min_np-$max_np ranks, $calls calls of u
 declare -A count
 note() { count[$1]=$((${count[$1]:-0} + 1)); }
 shutdowns=()
+ucx_refused=0
 failed_rounds=0
 
 # A moment after the victim's pid appears: a third during start-up (MPI_Init,
@@ -207,6 +208,8 @@ run_round() {
   local ended
   ended=$(sed -n 's/.*the job ended \([0-9.]*\) s after the last rank.s last call.*/\1/p' "$dir/out" | head -n 1)
   [ -n "$ended" ] && shutdowns+=("$ended")
+  # UCX refusing a connect to a dead peer must never take a survivor along.
+  grep -q "UCX  ERROR connect(.*Connection refused" "$dir/out" && [ "$outcome" != FAILED ] && ucx_refused=$((ucx_refused + 1))
   printf 'round %d: %d ranks, killed %s at %s ms: %s%s\n' "$round" "$np" "${killed[*]:-none}" "${delays[*]}" "$outcome" \
     "${ended:+ (ended ${ended} s after the last call)}"
   if [ "$outcome" = FAILED ]; then
@@ -222,6 +225,7 @@ run_round() {
 for ((round = 1; round <= rounds; round++)); do run_round "$round"; done
 echo "soak: $rounds rounds, seed $seed"
 for k in "${!count[@]}"; do printf '  %4d  %s\n' "${count[$k]}" "$k"; done | sort -k2
+[ "$ucx_refused" -gt 0 ] && echo "  rounds in which UCX refused a connect to a dead peer, survived: $ucx_refused"
 if [ "${#shutdowns[@]}" -gt 0 ]; then
   printf '%s\n' "${shutdowns[@]}" | sort -g | awk '{ v[NR] = $1; if ($1 > 1) over++ }
     END { printf "  the job ended after the last call: min %.2f s, median %.2f s, max %.2f s over %d rounds; over 1 s: %d\n",
