@@ -162,6 +162,8 @@ Settings Options::resolve() const {
                "RINGMEND_START_TIMEOUT", parse_seconds, non_negative, positive_seconds);
   seconds.take(s.finalize_timeout_seconds, finalize_timeout_seconds, "finalize_timeout_seconds",
                "RINGMEND_FINALIZE_TIMEOUT", parse_seconds, non_negative, positive_seconds);
+  seconds.take(s.mpi_finalize_timeout_seconds, mpi_finalize_timeout_seconds, "mpi_finalize_timeout_seconds",
+               "RINGMEND_MPI_FINALIZE_TIMEOUT", parse_seconds, non_negative, positive_seconds);
   flags.take(s.shm, shm, "shm", "RINGMEND_SHM", parse_bool, any_bool, "a boolean");
   sizes.take(s.shm_chunk_bytes, shm_chunk_bytes, "shm_chunk_bytes", "RINGMEND_SHM_CHUNK_BYTES", parse_size,
              size_between(4 * KiB, 64 * MiB), "a size between 4K and 64M");

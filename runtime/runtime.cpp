@@ -208,9 +208,11 @@ Runtime::~Runtime() {
                         " (RINGMEND_FINALIZE_TIMEOUT): the watchdog ends this process, with status 0 (the "
                         "application finished)",
                     outcome::kFinalizeTimeout, 0);
+  bool all_done = false;
   try {
     impl_->world->impl_->warn_unfired_faults();
     impl_->world->impl_->quiesce();
+    all_done = true;
   } catch (const std::exception& e) {
     log(LogLevel::Warn, std::string("while finalizing: ") + e.what());
   }
@@ -218,7 +220,23 @@ Runtime::~Runtime() {
   impl_->world.reset();
   impl_->ucx.reset();
   log(LogLevel::Debug, "transports closed; MPI_Finalize");
-  if (impl_->we_initialized_mpi) MPI_Finalize();
+  if (impl_->we_initialized_mpi) {
+    // Every member agreed that nothing is in flight: MPI_Finalize has
+    // nothing left to deliver. Yet ULFM's MPI_Finalize shrinks
+    // MPI_COMM_WORLD, and in Open MPI 5.0 that agreement can wait for ever
+    // after failures on two nodes (open-mpi/ompi#11404; reproduced here by
+    // killing one rank on each of two nodes in the same call). A short
+    // budget ends such a wait instead of the whole shutdown's.
+    const double mpi_limit = impl_->settings.mpi_finalize_timeout_seconds;
+    Watchdog mpi_watchdog(all_done && impl_->fault_tolerant ? mpi_limit : 0, impl_->outcome_fd,
+                          LogLevel::Warn,
+                          "MPI_Finalize did not return within " + seconds_text(mpi_limit) +
+                              " after every member had finished (RINGMEND_MPI_FINALIZE_TIMEOUT; Open MPI "
+                              "5.0's fault-tolerant MPI_Finalize can wait for ever after failures): this "
+                              "process ends with status 0 (the application finished)",
+                          outcome::kFinalizeTimeout, 0);
+    MPI_Finalize();
+  }
   log(LogLevel::Debug, "MPI finalized");
 }
 

@@ -212,7 +212,12 @@ run_round() {
   grep -q "UCX  ERROR connect(.*Connection refused" "$dir/out" && [ "$outcome" != FAILED ] && ucx_refused=$((ucx_refused + 1))
   printf 'round %d: %d ranks, killed %s at %s ms: %s%s\n' "$round" "$np" "${killed[*]:-none}" "${delays[*]}" "$outcome" \
     "${ended:+ (ended ${ended} s after the last call)}"
-  if [ "$outcome" = FAILED ]; then
+  local slow_shutdown=0
+  [ -n "$ended" ] && awk -v e="$ended" 'BEGIN { exit !(e > 1) }' && slow_shutdown=1
+  if [ "$slow_shutdown" = 1 ] && [ "$outcome" != FAILED ]; then
+    echo "    the job took ${ended} s to end after its last call; kept: $dir"
+    grep -E "watchdog|did not return" "$dir/out" | sed 's/^/    | /'
+  elif [ "$outcome" = FAILED ]; then
     failed_rounds=$((failed_rounds + 1))
     printf '    %s\n' "${problems[@]}"
     echo "    kept: $dir (plan, out, results.*); job seed $job_seed"

@@ -182,7 +182,7 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
       ++killed_starting;
     if (r.finalize_timed_out())
       v.lines.push_back(where + ": MPI_Finalize did not return in time; the shutdown watchdog ended it " +
-                        "(RINGMEND_FINALIZE_TIMEOUT)");
+                        "(RINGMEND_MPI_FINALIZE_TIMEOUT, RINGMEND_FINALIZE_TIMEOUT)");
     if (finished_normally(r)) {
       ++finished;
       if (number(r, outcome::kEpoch, -1) > epoch) {

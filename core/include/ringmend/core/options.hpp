@@ -29,6 +29,8 @@ struct Settings {
   double recovery_timeout_seconds = 120;  // RINGMEND_RECOVERY_TIMEOUT
   double start_timeout_seconds = 120;     // RINGMEND_START_TIMEOUT: MPI_Init to the first epoch, 0 = none
   double finalize_timeout_seconds = 10;   // RINGMEND_FINALIZE_TIMEOUT
+  // MPI_Finalize itself, once every member has agreed that all is done.
+  double mpi_finalize_timeout_seconds = 0.5;  // RINGMEND_MPI_FINALIZE_TIMEOUT
   // Shared memory inside a node
   bool shm = true;  // RINGMEND_SHM=0: UCX even inside a node
   // The shared-memory pipeline: each rank's buffers, cut per call into
@@ -60,7 +62,7 @@ struct Settings {
 struct Options {
   std::optional<std::size_t> chunk_bytes, small_bytes;
   std::optional<double> timeout_seconds, recovery_timeout_seconds, start_timeout_seconds,
-      finalize_timeout_seconds;
+      finalize_timeout_seconds, mpi_finalize_timeout_seconds;
   std::optional<bool> shm;
   std::optional<std::size_t> shm_buffer_bytes, shm_chunk_bytes, shm_depth, shm_p2p_slot_bytes, shm_p2p_slots;
   std::optional<bool> shm_tune;
