@@ -134,8 +134,9 @@ say() { printf '[%3d:%02d] %s\n' $(((SECONDS - START) / 60)) $(((SECONDS - START
 
 # ------------------------------------------------------------ set-up
 
-# The ULFM mpirun, chosen as scripts/ft-mpirun chooses it, so that the
-# restart baseline can time mpirun itself and every run uses the same one.
+# The ULFM mpirun (the bootstrap's cache unless MPIEXEC names one), exported
+# so that scripts/ft-mpirun (through ringmend-run) uses the same one and the
+# restart baseline can time mpirun itself.
 if [ -z "${MPIEXEC:-}" ]; then
   deps=${RINGMEND_DEPS:-${XDG_CACHE_HOME:-$HOME/.cache}/ringmend-deps}
   for m in ${RINGMEND_MPI_HOME:+"$RINGMEND_MPI_HOME/bin/mpirun"} "$deps"/openmpi-*-ulfm/bin/mpirun; do

@@ -46,7 +46,6 @@ struct Options {
   std::vector<std::string> exclude;  // nodes to leave out (--exclude, --exclude-file)
   std::string exclude_file;          // read at start; a lost node is added to it
   bool mpirun_args = false;          // --mpirun-args: `program` is mpirun's own command line
-  bool placement_given = false;
   bool verbose = false;
   bool quiet = false;
   std::vector<std::string> program;
@@ -227,15 +226,12 @@ Options parse(int argc, char** argv) {
     switch (c) {
       case 'n':
         o.placement.ranks = to_count("-n/--np", optarg);
-        o.placement_given = true;
         break;
       case 'N':
         o.placement.nodes = to_count("-N/--nodes", optarg);
-        o.placement_given = true;
         break;
       case kRanksPerNode:
         o.placement.ranks_per_node = to_count("--ranks-per-node", optarg);
-        o.placement_given = true;
         break;
       case kOversubscribe:
         o.placement.oversubscribe = true;
@@ -319,7 +315,8 @@ Options parse(int argc, char** argv) {
   for (int i = optind; i < argc; ++i) o.program.emplace_back(argv[i]);
   if (o.mpirun_args) {
     if (o.program.empty()) throw Fatal{"--mpirun-args: no mpirun arguments follow (at least the program)"};
-    if (o.placement_given || o.placement.oversubscribe || o.network_check || !o.exclude.empty() ||
+    const PlacementRequest& p = o.placement;
+    if (p.ranks || p.nodes || p.ranks_per_node || p.oversubscribe || o.network_check || !o.exclude.empty() ||
         !o.exclude_file.empty() || !o.extra.empty())
       throw Fatal{
           "with --mpirun-args, placement, the network check, --exclude and mpirun options are written in "
@@ -339,6 +336,17 @@ struct Captured {
   std::string output;
 };
 
+// In a child after fork(): runs the command (no shell); if that fails, says
+// why and exits with `status`.
+[[noreturn]] void exec_command(const std::vector<std::string>& cmd, int status) {
+  std::vector<char*> av;
+  for (const auto& a : cmd) av.push_back(const_cast<char*>(a.c_str()));
+  av.push_back(nullptr);
+  ::execv(av[0], av.data());
+  std::fprintf(stderr, "ringmend-run: error: cannot run %s: %s\n", av[0], std::strerror(errno));
+  ::_exit(status);
+}
+
 // Runs argv (no shell) with stdout and stderr captured, for at most `seconds`.
 Captured capture(const std::vector<std::string>& args, double seconds) {
   Captured out;
@@ -353,11 +361,7 @@ Captured capture(const std::vector<std::string>& args, double seconds) {
   if (pid == 0) {
     ::dup2(fds[1], 1);
     ::dup2(fds[1], 2);
-    std::vector<char*> av;
-    for (const auto& a : args) av.push_back(const_cast<char*>(a.c_str()));
-    av.push_back(nullptr);
-    ::execv(av[0], av.data());
-    ::_exit(127);
+    exec_command(args, 127);
   }
   ::close(fds[1]);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
@@ -504,7 +508,9 @@ struct FtArgs {
   std::string source;
 };
 
-std::optional<std::vector<std::string>> read_args_file(const std::string& path) {
+// The lines of a settings file (the FT arguments, --exclude-file), trimmed,
+// without blank lines and '#' comments; nullopt when it cannot be opened.
+std::optional<std::vector<std::string>> read_lines_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
   std::vector<std::string> out;
@@ -524,7 +530,7 @@ std::optional<std::vector<std::string>> read_args_file(const std::string& path) 
 FtArgs fault_tolerance_args(const std::string& self_dir) {
   std::vector<std::string> candidates;
   if (const char* e = std::getenv("RINGMEND_FT_ARGS_FILE"); e && *e) {
-    auto a = read_args_file(e);
+    auto a = read_lines_file(e);
     if (!a) throw Fatal{std::string("RINGMEND_FT_ARGS_FILE='") + e + "' cannot be read"};
     if (a->empty()) throw Fatal{std::string("RINGMEND_FT_ARGS_FILE='") + e + "' holds no arguments"};
     return {*a, e};
@@ -533,7 +539,7 @@ FtArgs fault_tolerance_args(const std::string& self_dir) {
   if (real_path(self_dir) == real_path(RINGMEND_RUN_BUILD_DIR))
     candidates.push_back(RINGMEND_RUN_FT_ARGS_SOURCE);
   for (const auto& c : candidates)
-    if (auto a = read_args_file(c); a && !a->empty()) return {*a, real_path(c)};
+    if (auto a = read_lines_file(c); a && !a->empty()) return {*a, real_path(c)};
   return {std::vector<std::string>(RINGMEND_RUN_FT_ARGS), "the copy built into ringmend-run"};
 }
 
@@ -642,12 +648,7 @@ NetcheckReport run_network_check(const std::vector<std::string>& nodes, const Co
   if (pid == 0) {
     ::setpgid(0, 0);
     ::dup2(fds[1], 1);
-    std::vector<char*> av;
-    for (const auto& a : cmd) av.push_back(const_cast<char*>(a.c_str()));
-    av.push_back(nullptr);
-    ::execv(av[0], av.data());
-    std::fprintf(stderr, "ringmend-run: cannot run %s: %s\n", av[0], std::strerror(errno));
-    ::_exit(127);
+    exec_command(cmd, 127);
   }
   ::setpgid(pid, pid);
   g_child_group = pid;
@@ -728,12 +729,7 @@ int run_job(const std::vector<std::string>& cmd, int ranks, std::vector<std::str
   if (pid < 0) throw Fatal{std::string("fork: ") + std::strerror(errno)};
   if (pid == 0) {
     ::dup2(fds[1], 2);
-    std::vector<char*> av;
-    for (const auto& a : cmd) av.push_back(const_cast<char*>(a.c_str()));
-    av.push_back(nullptr);
-    ::execv(av[0], av.data());
-    std::fprintf(stderr, "ringmend-run: error: cannot run %s: %s\n", av[0], std::strerror(errno));
-    ::_exit(2);
+    exec_command(cmd, 2);
   }
   g_job = pid;
   struct sigaction sa {};
@@ -808,18 +804,15 @@ int run_job(const std::vector<std::string>& cmd, int ranks, std::vector<std::str
 // syntax) are left out; a missing file leaves out nothing.
 void read_exclude_file(Options& o) {
   if (o.exclude_file.empty()) return;
-  std::ifstream in(o.exclude_file);
-  if (!in) {
+  const auto lines = read_lines_file(o.exclude_file);
+  if (!lines) {
     if (::access(o.exclude_file.c_str(), F_OK) == 0)
       throw Fatal{"--exclude-file " + o.exclude_file + " cannot be read"};
     return;
   }
-  for (std::string line; std::getline(in, line);) {
-    const auto b = line.find_first_not_of(" \t\r");
-    if (b == std::string::npos || line[b] == '#') continue;
-    const auto e = line.find_last_not_of(" \t\r");
+  for (const std::string& line : *lines) {
     try {
-      for (auto& n : expand_hostlist(line.substr(b, e - b + 1))) o.exclude.push_back(std::move(n));
+      for (auto& n : expand_hostlist(line)) o.exclude.push_back(std::move(n));
     } catch (const std::exception& err) {
       throw Fatal{"--exclude-file " + o.exclude_file + ": '" + line + "': " + err.what()};
     }
@@ -905,6 +898,11 @@ int run(int argc, char** argv) {
     std::vector<NodeSlots> nodes;
     for (std::size_t i = 0; i < a.nodes.size(); ++i) nodes.push_back({a.nodes[i], a.slots[i]});
     std::vector<std::string> excluded;
+    auto leave_out_excluded = [&] {
+      std::erase_if(nodes, [&](const NodeSlots& n) {
+        return std::find(excluded.begin(), excluded.end(), n.name) != excluded.end();
+      });
+    };
     for (const auto& n : o.exclude) {
       if (std::none_of(nodes.begin(), nodes.end(), [&](const NodeSlots& s) { return s.name == n; }))
         std::fprintf(stderr, "ringmend-run: note: --exclude names %s, which is not in the allocation\n",
@@ -912,9 +910,7 @@ int run(int argc, char** argv) {
       else if (std::find(excluded.begin(), excluded.end(), n) == excluded.end())
         excluded.push_back(n);
     }
-    std::erase_if(nodes, [&](const NodeSlots& n) {
-      return std::find(excluded.begin(), excluded.end(), n.name) != excluded.end();
-    });
+    leave_out_excluded();
     const std::size_t user_excluded = excluded.size();
     if (o.network_check) {
       std::vector<std::string> names;
@@ -936,10 +932,9 @@ int run(int argc, char** argv) {
             std::fprintf(stderr, "ringmend-run: network check: dropping node %s: %s\n", v.node.c_str(),
                          v.reason.c_str());
           }
-        std::erase_if(nodes, [&](const NodeSlots& n) {
-          return std::find(excluded.begin(), excluded.end(), n.name) != excluded.end();
-        });
-        if (excluded.empty()) std::fprintf(stderr, "ringmend-run: network check: every node passed\n");
+        leave_out_excluded();
+        if (excluded.size() == user_excluded)
+          std::fprintf(stderr, "ringmend-run: network check: every node passed\n");
       }
       std::fflush(stdout);
       if (o.network_check_only) return 0;
