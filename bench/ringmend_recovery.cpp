@@ -22,9 +22,12 @@
 //   --mode ulfm      (plain MPI with ULFM; the victim kills itself before
 //                     the allreduce)
 //     detect     death -> MPI_Allreduce returns a process-failure error
-//     revoke, shrink, agree
-//                MPIX_Comm_revoke, MPIX_Comm_shrink, MPIX_Comm_agree (one
-//                int on the shrunk communicator), each timed on its own
+//     revoke, shrink, allgather, agree
+//                MPIX_Comm_revoke, MPIX_Comm_shrink, MPI_Allgather of a
+//                member's state (kMemberStateBytes) and MPIX_Comm_agree (one
+//                int) on the shrunk communicator, each timed on its own; the
+//                last two are the synchronisations a rebuild makes, so
+//                allgather + agree is the floor of ringmend's rebuild
 //     first      death -> the first MPI_Allreduce on the shrunk
 //                communicator returns
 //   --init-only      no failure: MPI_Init, ringmend Runtime start, one
@@ -82,6 +85,9 @@ namespace {
 namespace rb = ringmend::bench;
 
 constexpr const char* kProgram = "ringmend_recovery";
+// What a member tells the others in a rebuild (membership::MemberInfo is
+// about this size): the payload of the ULFM mode's allgather.
+constexpr int kMemberStateBytes = 512;
 
 enum class Mode { Ringmend, Ulfm, InitOnly };
 
@@ -660,7 +666,7 @@ int run_ulfm(const Options& o, int argc, char** argv) {
   const std::size_t count = o.bytes / sizeof(float);
   std::vector<float> in(count, static_cast<float>(rank + 1)), out(count, 0.f);
   const int count_i = static_cast<int>(count);
-  const std::vector<std::string> names = {"detect", "revoke", "shrink", "agree", "first"};
+  const std::vector<std::string> names = {"detect", "revoke", "shrink", "allgather", "agree", "first"};
   if (rank == 0) print_header(o, n, names);
 
   std::vector<Round> rows;
@@ -709,6 +715,14 @@ int run_ulfm(const Options& o, int argc, char** argv) {
       break;
     }
     MPI_Comm_set_errhandler(shrunk, MPI_ERRORS_RETURN);
+    // A rebuild synchronises the survivors twice: an allgather of every
+    // member's state, then an agreement. These two alone are its floor.
+    std::vector<std::byte> state(kMemberStateBytes), states(kMemberStateBytes * members.size());
+    t = steady_now();
+    rc = MPI_Allgather(state.data(), kMemberStateBytes, MPI_BYTE, states.data(), kMemberStateBytes, MPI_BYTE,
+                       shrunk);
+    const double allgather_s = steady_now() - t;
+    ok = ok && rc == MPI_SUCCESS;
     int flag = 1;
     t = steady_now();
     rc = MPIX_Comm_agree(shrunk, &flag);
@@ -730,8 +744,11 @@ int run_ulfm(const Options& o, int argc, char** argv) {
     if (rank == 0) died = death_time(record, victim).value_or(0);
     MPI_Bcast(&died, 1, MPI_DOUBLE, 0, comm);
     row.death_time_known = died > 0;
-    std::vector<double> mine = {row.death_time_known ? (noticed - died) * 1e3 : 0, revoke_s * 1e3,
-                                shrink_s * 1e3, agree_s * 1e3,
+    std::vector<double> mine = {row.death_time_known ? (noticed - died) * 1e3 : 0,
+                                revoke_s * 1e3,
+                                shrink_s * 1e3,
+                                allgather_s * 1e3,
+                                agree_s * 1e3,
                                 row.death_time_known ? (done - died) * 1e3 : 0};
     summarize(row, names, mine, !ok, wrong, size_now, [&](std::vector<double>& v, bool max) {
       MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, max ? MPI_MAX : MPI_SUM,

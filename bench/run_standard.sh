@@ -138,10 +138,8 @@ say() { printf '[%3d:%02d] %s\n' $(((SECONDS - START) / 60)) $(((SECONDS - START
 # so that scripts/ft-mpirun (through ringmend-run) uses the same one and the
 # restart baseline can time mpirun itself.
 if [ -z "${MPIEXEC:-}" ]; then
-  deps=${RINGMEND_DEPS:-${XDG_CACHE_HOME:-$HOME/.cache}/ringmend-deps}
-  for m in ${RINGMEND_MPI_HOME:+"$RINGMEND_MPI_HOME/bin/mpirun"} "$deps"/openmpi-*-ulfm/bin/mpirun; do
-    if [ -x "$m" ]; then MPIEXEC=$m; break; fi
-  done
+  m="$("$top/scripts/bootstrap.sh" --print-prefix)/bin/mpirun"
+  if [ -x "$m" ]; then MPIEXEC=$m; fi
 fi
 export MPIEXEC=${MPIEXEC:-mpirun}
 command -v "$MPIEXEC" >/dev/null || { echo "run_standard: no mpirun ('$MPIEXEC'); set MPIEXEC" >&2; exit 2; }

@@ -269,14 +269,6 @@ bool EpochBuilder::connect(Epoch& e, std::string& shm_error) {
     spec.node_layout = transport::ShmLayout::make(local, settings_.shm_buffer_bytes, settings_.small_bytes);
     spec.p2p_layout =
         transport::ShmChannelLayout::make(local, settings_.shm_p2p_slot_bytes, settings_.shm_p2p_slots);
-    spec.open_timeout_seconds = settings_.shm_open_timeout_seconds;
-    spec.give_up = [comm] {
-      // The probe drives MPI's progress, which is how a revocation or a
-      // failure notice arrives.
-      int flag = 0;
-      return MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
-             ulfm::is_revoked(comm);
-    };
   }
   e.fabric = std::make_unique<transport::Fabric>(ucx_, std::move(spec));
   shm_error = e.fabric->open_node();

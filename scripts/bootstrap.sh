@@ -16,19 +16,28 @@
 # already uses.
 set -euo pipefail
 
+TOP=$(cd "$(dirname "$0")/.." && pwd)
 OMPI_VERSION=5.0.7
 OMPI_DEB_VERSION=$OMPI_VERSION-1
 OMPI_SUITE=${RINGMEND_OMPI_SUITE:-trixie}
+# Fixes from Open MPI's later releases, applied to the source (scripts/patches/,
+# each file says what it fixes and where upstream has it).
+OMPI_PATCHES=(openmpi-5.0.7-ob1-send-error-after-free.patch)
+# The build's revision: bumped whenever the flags or the patches change, so
+# that a cached build from before is not reused.
+OMPI_BUILD_REVISION=2
 DEPS=${RINGMEND_DEPS:-${XDG_CACHE_HOME:-$HOME/.cache}/ringmend-deps}
-OMPI_PREFIX=${RINGMEND_MPI_HOME:-$DEPS/openmpi-$OMPI_VERSION-ulfm}
+OMPI_PREFIX=${RINGMEND_MPI_HOME:-$DEPS/openmpi-$OMPI_VERSION-ulfm-r$OMPI_BUILD_REVISION}
 JOBS=$(($(nproc) + 1))
 WITH_CLUSTER_TOOLS=0
 for arg in "$@"; do
   case "$arg" in
     --with-cluster-tools) WITH_CLUSTER_TOOLS=1 ;;
+    --print-prefix) echo "$OMPI_PREFIX"; exit 0 ;;
     -h | --help)
       sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
       echo "  --with-cluster-tools  also install Slurm, Lmod, gloo and gnuplot"
+      echo "  --print-prefix        print where Open MPI is (or will be) installed, and stop"
       exit 0
       ;;
     *) echo "bootstrap: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
@@ -51,7 +60,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # ---------------------------------------------------------------- packages
-PACKAGES=(build-essential cmake ninja-build pkg-config git xz-utils file
+PACKAGES=(build-essential patch cmake ninja-build pkg-config git xz-utils file
   libhwloc-dev hwloc libucx-dev ucx-utils libevent-dev zlib1g-dev
   libgtest-dev googletest procps
   libmpich-dev)  # an MPI without ULFM, for the configure test
@@ -107,6 +116,10 @@ else
   rm -rf "$SRC"
   tar -xJf "$TARBALL" -C "$WORK"
   cd "$SRC"
+  for p in "${OMPI_PATCHES[@]}"; do
+    step "patch: $p"
+    patch -p1 --forward --quiet <"$TOP/scripts/patches/$p"
+  done
   step "configure (log: $SRC/configure.log)"
   # Notes on the flags: internal PMIx/PRRTE (the tarball bundles matching
   # versions); external hwloc and libevent from Debian ("external", because

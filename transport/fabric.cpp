@@ -33,12 +33,10 @@ std::string Fabric::open_node() {
   if (!spec_.node_shm) return {};
   const int local = local_index_.at(static_cast<std::size_t>(spec_.rank));
   try {
-    node_ = ShmNode::open(spec_.segment_name, spec_.node_layout, local, spec_.local_pids,
-                          spec_.open_timeout_seconds, spec_.give_up);
+    node_ = ShmNode::open(spec_.segment_name, spec_.node_layout, local, spec_.local_pids);
     p2p_ = std::make_unique<ShmChannel>(
-        ShmSegment::open_shared(spec_.segment_name + "-p2p", spec_.p2p_layout.total, local == 0,
-                                spec_.local_pids.at(0), spec_.open_timeout_seconds, spec_.give_up),
-        spec_.p2p_layout, local, spec_.local_pids);
+        ShmSegment::open_shared(spec_.segment_name + "-p2p", spec_.p2p_layout.total), spec_.p2p_layout, local,
+        spec_.local_pids);
     // The rings this epoch's algorithms use, now: a full /dev/shm is then
     // a set-up error, not a failure in the middle of a collective.
     for (int p : spec_.peers)

@@ -22,7 +22,6 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,15 +38,14 @@ struct FabricSpec {
   std::uint32_t epoch = 0;
   // The node's shared memory: opened when node_shm. local_ranks lists the
   // communicator ranks of this node in local order (this rank among them),
-  // local_pids their processes; the first local rank creates the segments.
+  // local_pids their processes; whichever local rank comes first creates
+  // the segments.
   bool node_shm = false;
   std::vector<int> local_ranks;
   std::vector<pid_t> local_pids;
   std::string segment_name;
   ShmLayout node_layout;
   ShmChannelLayout p2p_layout;
-  double open_timeout_seconds = 30;
-  std::function<bool()> give_up;  // stop waiting for the segment (the membership is revoked)
   // Every rank this rank exchanges with under the epoch's algorithms.
   std::vector<int> peers;
 };

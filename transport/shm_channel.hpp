@@ -13,6 +13,7 @@
 //   auto layout = ShmChannelLayout::make(ranks, slot_bytes, slots);
 //   rank 0: segment = ShmSegment::create(name, layout.total);
 //   others: segment = *ShmSegment::attach(name, layout.total);
+//   (or every rank: segment = ShmSegment::open_shared(name, layout.total))
 //   barrier (every rank has mapped it); segment.unlink();  // nothing left in /dev/shm
 //   ShmChannel ch(std::move(segment), layout, local_rank, pids);
 // Peer failures are seen through the pids (PeerWatch): progress() notices an
@@ -78,7 +79,7 @@ class ShmChannel final : public Channel {
  public:
   // `rank` is this process's local rank (0 .. layout.ranks-1); `pids[r]` the
   // process of local rank r, watched for exits. Every rank constructs its
-  // channel on the same zeroed segment (ShmSegment::create zeroes it).
+  // channel on the same zeroed segment (a new segment is zeroed).
   ShmChannel(ShmSegment segment, ShmChannelLayout layout, int rank, std::vector<pid_t> pids);
   ~ShmChannel() override;
   ShmChannel(const ShmChannel&) = delete;

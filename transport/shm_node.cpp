@@ -49,11 +49,8 @@ std::string ShmNode::reserve_buffers(std::size_t bytes) {
 }
 
 std::unique_ptr<ShmNode> ShmNode::open(const std::string& name, const ShmLayout& layout, int local,
-                                       const std::vector<pid_t>& pids, double timeout_seconds,
-                                       const std::function<bool()>& give_up) {
-  return std::make_unique<ShmNode>(
-      ShmSegment::open_shared(name, layout.total, local == 0, pids.at(0), timeout_seconds, give_up), layout,
-      local, pids);
+                                       const std::vector<pid_t>& pids) {
+  return std::make_unique<ShmNode>(ShmSegment::open_shared(name, layout.total), layout, local, pids);
 }
 
 ShmRankControl& ShmNode::control(int r) const {

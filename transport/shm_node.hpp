@@ -14,7 +14,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,15 +57,12 @@ class ShmNode {
   // `pids[i]` is the process of local rank i (watched for exits).
   ShmNode(ShmSegment segment, const ShmLayout& layout, int local, const std::vector<pid_t>& pids);
 
-  // Opens the node's segment `name`: local rank 0 creates it, the others
-  // attach, retrying for up to `timeout_seconds` while local rank 0 lives
-  // and give_up() is false (e.g. the membership is being revoked: the
-  // creator may never get this far). Throws std::runtime_error saying why it
-  // failed. The caller removes the name (ShmSegment::unlink_name) once every
-  // local rank has attached.
+  // Opens the node's segment `name` (ShmSegment::open_shared: the first
+  // local rank to get there creates it; nobody waits for anybody). Throws
+  // std::runtime_error saying why it failed. The caller removes the name
+  // (ShmSegment::unlink_name) once every local rank has opened it.
   static std::unique_ptr<ShmNode> open(const std::string& name, const ShmLayout& layout, int local,
-                                       const std::vector<pid_t>& pids, double timeout_seconds,
-                                       const std::function<bool()>& give_up = {});
+                                       const std::vector<pid_t>& pids);
 
   int local() const { return local_; }
   int size() const { return layout_.ranks; }

@@ -7,14 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <stdexcept>
-#include <thread>
 #include <utility>
-#include <vector>
-
-#include "transport/peer_watch.hpp"
 
 namespace ringmend::transport {
 namespace {
@@ -123,21 +118,32 @@ void ShmSegment::reserve(std::size_t offset, std::size_t bytes) const {
   ::madvise(data_ + begin, end - begin, MADV_POPULATE_WRITE);
 }
 
-ShmSegment ShmSegment::open_shared(const std::string& name, std::size_t bytes, bool create, pid_t creator,
-                                   double timeout_seconds, const std::function<bool()>& give_up) {
-  if (create) return ShmSegment::create(name, bytes);
-  PeerWatch watch(std::vector<pid_t>{creator});
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
-  for (;;) {
-    if (auto segment = ShmSegment::attach(name, bytes)) return std::move(*segment);
-    if (watch.exited() >= 0) throw std::runtime_error("shared memory " + name + ": its creator exited");
-    if (give_up && give_up())
-      throw std::runtime_error("shared memory " + name + ": the membership is being revoked");
-    if (std::chrono::steady_clock::now() > deadline)
-      throw std::runtime_error("shared memory " + name + ": not created within " +
-                               std::to_string(timeout_seconds) + " s");
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
+ShmSegment ShmSegment::open_shared(const std::string& name, std::size_t bytes) {
+  // The name may vanish between the two opens only if the group has already
+  // removed it, which it does after every member has opened: a few tries.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    bool created = true;
+    Fd f{::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600)};
+    if (f.fd < 0 && errno == EEXIST) {
+      created = false;
+      f.fd = ::shm_open(name.c_str(), O_RDWR, 0600);
+      if (f.fd < 0 && errno == ENOENT) continue;
+    }
+    if (f.fd < 0) fail(created ? "shm_open(create)" : "shm_open(attach)", name, errno);
+    ShmSegment unlink_on_error(name, -1, nullptr, 0, created);
+    struct stat st {};
+    if (::fstat(f.fd, &st) != 0) fail("fstat", name, errno);
+    const auto size = static_cast<std::size_t>(st.st_size);
+    // Sizing is idempotent: members that race here all set the same size.
+    if (size == 0 && ::ftruncate(f.fd, static_cast<off_t>(bytes)) != 0) fail("ftruncate", name, errno);
+    if (size != 0 && size != bytes)
+      fail("exists with " + std::to_string(size) + " bytes, not " + std::to_string(bytes), name, EEXIST);
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
+    if (p == MAP_FAILED) fail("mmap", name, errno);
+    unlink_on_error.linked_ = false;
+    return ShmSegment(name, f.take(), static_cast<std::byte*>(p), bytes, created);
   }
+  fail("shm_open(attach)", name, ENOENT);
 }
 
 }  // namespace ringmend::transport

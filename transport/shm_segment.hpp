@@ -6,10 +6,7 @@
 // memory lives exactly as long as the last mapping.
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstddef>
-#include <functional>
 #include <optional>
 #include <string>
 
@@ -33,13 +30,14 @@ class ShmSegment {
   // exist yet or is still being sized by its creator. Throws on other errors.
   static std::optional<ShmSegment> attach(const std::string& name, std::size_t bytes);
 
-  // The segment of a group of processes: the creator (`create`) makes
-  // `name`; the others attach, retrying for up to `timeout_seconds` while
-  // the creator (pid `creator`) lives and give_up() is false (e.g. the
-  // membership is being revoked: the creator may never get this far).
-  // Throws std::runtime_error saying why it failed.
-  static ShmSegment open_shared(const std::string& name, std::size_t bytes, bool create, pid_t creator,
-                                double timeout_seconds, const std::function<bool()>& give_up = {});
+  // The segment of a group of processes, each of which opens `name` with the
+  // same size: whoever comes first creates and sizes it, the others map it.
+  // Nobody waits for anybody (a creator that is descheduled or dead holds
+  // no one up). Only the creator removes the name on destruction; the group
+  // removes it (unlink_name) once every member has opened it. Throws
+  // std::runtime_error saying why it failed, also when `name` exists with
+  // a different size.
+  static ShmSegment open_shared(const std::string& name, std::size_t bytes);
 
   // Allocates and maps the pages of [offset, offset + bytes) (whole pages),
   // so that a full /dev/shm is an error here rather than a SIGBUS at the
