@@ -22,12 +22,16 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// The kernel's boot id identifies a machine (hashed to 64 bits); 0 when unreadable.
+// The kernel's boot id identifies a machine (hashed to 64 bits); 0 when
+// unreadable. Read once: every epoch needs it.
 std::uint64_t machine_id() {
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  std::getline(in, id);
-  return id.empty() ? 0 : std::hash<std::string>{}(id) | 1;
+  static const std::uint64_t id = [] {
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string text;
+    std::getline(in, text);
+    return text.empty() ? std::uint64_t{0} : std::hash<std::string>{}(text) | 1;
+  }();
+  return id;
 }
 
 }  // namespace
@@ -98,7 +102,7 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
     plan(*e, settings_.shm);
     want_shm = e->layout.node_shm;
     step_done(BuildStep::Plan, *e);
-    ok = connect(*e, shm_error);
+    ok = connect(*e, lost ? from : nullptr, shm_error);
     step_done(BuildStep::Fabric, *e);
   }
   if (!ok) ulfm::revoke(comm);  // make sure nobody waits for this rank
@@ -116,7 +120,7 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
                               "); using UCX inside nodes too");
     e->fabric.reset();
     plan(*e, false);
-    ok = connect(*e, shm_error);
+    ok = connect(*e, nullptr, shm_error);
     if (!ok) ulfm::revoke(comm);
     flag = ok ? 1 : 0;
     rc = ulfm::agree(comm, flag);
@@ -249,7 +253,31 @@ void EpochBuilder::plan(Epoch& e, bool allow_shm) {
   l.rails = static_cast<int>(e.plan.rails.size());
 }
 
-bool EpochBuilder::connect(Epoch& e, std::string& shm_error) {
+namespace {
+
+// For each rank of `local_ranks` (this epoch's communicator ranks on this
+// node), its local rank in `from`'s node; empty when `from` has no
+// point-to-point channel here or one of them was not on this node then.
+std::vector<int> previous_local_ranks(const Epoch& e, const std::vector<int>& local_ranks,
+                                      const Epoch& from) {
+  if (!from.fabric || !from.fabric->p2p() || !from.layout.node_shm) return {};
+  std::vector<int> before;
+  for (int r : local_ranks) {
+    const MemberId id = e.members[static_cast<std::size_t>(r)];
+    const auto was = std::find(from.members.begin(), from.members.end(), id);
+    if (was == from.members.end()) return {};
+    const int old_rank = static_cast<int>(was - from.members.begin());
+    const auto& old_local = from.layout.local_ranks;
+    const auto at = std::find(old_local.begin(), old_local.end(), old_rank);
+    if (at == old_local.end()) return {};
+    before.push_back(static_cast<int>(at - old_local.begin()));
+  }
+  return before;
+}
+
+}  // namespace
+
+bool EpochBuilder::connect(Epoch& e, const Epoch* shrunk_from, std::string& shm_error) {
   MPI_Comm comm = e.ctrl.get();
   transport::FabricSpec spec;
   spec.rank = e.rank;
@@ -269,6 +297,10 @@ bool EpochBuilder::connect(Epoch& e, std::string& shm_error) {
     spec.node_layout = transport::ShmLayout::make(local, settings_.shm_buffer_bytes, settings_.small_bytes);
     spec.p2p_layout =
         transport::ShmChannelLayout::make(local, settings_.shm_p2p_slot_bytes, settings_.shm_p2p_slots);
+    if (shrunk_from) {
+      spec.previous_local = previous_local_ranks(e, spec.local_ranks, *shrunk_from);
+      if (!spec.previous_local.empty()) spec.previous_p2p = shrunk_from->fabric->p2p();
+    }
   }
   e.fabric = std::make_unique<transport::Fabric>(ucx_, std::move(spec));
   shm_error = e.fabric->open_node();

@@ -86,7 +86,9 @@ class EpochBuilder {
   bool exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining,
                 const std::vector<MemberId>* lost);
   void plan(Epoch& e, bool allow_shm);
-  bool connect(Epoch& e, std::string& shm_error);
+  // `shrunk_from`: the epoch a Shrink comes from (its node rings are
+  // reused), else null.
+  bool connect(Epoch& e, const Epoch* shrunk_from, std::string& shm_error);
   void step_done(BuildStep step, const Epoch& e);
 
   const Settings& settings_;

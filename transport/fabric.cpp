@@ -34,11 +34,15 @@ std::string Fabric::open_node() {
   const int local = local_index_.at(static_cast<std::size_t>(spec_.rank));
   try {
     node_ = ShmNode::open(spec_.segment_name, spec_.node_layout, local, spec_.local_pids);
-    p2p_ = std::make_unique<ShmChannel>(
-        ShmSegment::open_shared(spec_.segment_name + "-p2p", spec_.p2p_layout.total), spec_.p2p_layout, local,
-        spec_.local_pids);
-    // The rings this epoch's algorithms use, now: a full /dev/shm is then
-    // a set-up error, not a failure in the middle of a collective.
+    if (spec_.previous_p2p)
+      p2p_ = ShmChannel::for_survivors(*spec_.previous_p2p, spec_.previous_local, local, spec_.local_pids);
+    else
+      p2p_ = std::make_unique<ShmChannel>(
+          ShmSegment::open_shared(spec_.segment_name + "-p2p", spec_.p2p_layout.total), spec_.p2p_layout,
+          local, spec_.local_pids);
+    // The rings this epoch's algorithms use, now (those reused are ready):
+    // a full /dev/shm is then a set-up error, not a failure in the middle
+    // of a collective.
     for (int p : spec_.peers)
       if (p != spec_.rank && local_index_.at(static_cast<std::size_t>(p)) >= 0)
         p2p_->prepare(local_index_.at(static_cast<std::size_t>(p)));
@@ -90,7 +94,8 @@ Channel* Fabric::flat() const {
 void Fabric::retire() {
   if (routed_) routed_->abandon();
   routed_.reset();
-  p2p_.reset();
+  // Kept, abandoned: a Shrink's epoch takes its rings over.
+  if (p2p_) p2p_->abandon();
   node_.reset();
   if (ucx_) ucx_->abandon();
 }

@@ -46,6 +46,12 @@ struct FabricSpec {
   std::string segment_name;
   ShmLayout node_layout;
   ShmChannelLayout p2p_layout;
+  // After a Shrink: the previous epoch's point-to-point channel on this
+  // node, and each local rank's rank in it. Its rings are reused
+  // (ShmChannel::for_survivors): no new segment, no new pages. Null: a new
+  // segment.
+  const ShmChannel* previous_p2p = nullptr;
+  std::vector<int> previous_local;
   // Every rank this rank exchanges with under the epoch's algorithms.
   std::vector<int> peers;
 };
@@ -75,13 +81,16 @@ class Fabric {
   // The channels. node() is null without shared memory, inter() without
   // remote peers.
   ShmNode* node() const { return node_.get(); }
+  const ShmChannel* p2p() const { return p2p_.get(); }
   Channel* inter() const { return ucx_.get(); }
   Channel* flat() const;
 
   // Stops using every channel (after a failure). The UCX worker stays open,
   // still accepting connections, until the fabric is destroyed: a survivor
   // still connecting to it (it has not noticed the failure yet) must not be
-  // refused, which UCX's TCP transport treats as fatal.
+  // refused, which UCX's TCP transport treats as fatal. The point-to-point
+  // channel stays too, abandoned: the next epoch's survivors on this node
+  // take its rings over (FabricSpec::previous_p2p).
   void retire();
 
  private:

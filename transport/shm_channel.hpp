@@ -81,12 +81,22 @@ class ShmChannel final : public Channel {
   // process of local rank r, watched for exits. Every rank constructs its
   // channel on the same zeroed segment (a new segment is zeroed).
   ShmChannel(ShmSegment segment, ShmChannelLayout layout, int rank, std::vector<pid_t> pids);
+  // The rings of `previous` (a channel of the node's last epoch) for the
+  // ranks that remain of it, after a Shrink: `previous_rank[r]` is local
+  // rank r's rank in `previous`. No new segment and no new pages: a pair
+  // that talked before keeps its rings, emptied (each side zeroes the
+  // counters it owns; the epoch's agreement orders that before any use).
+  // Only for a membership whose every member has left `previous`'s
+  // collectives (ULFM's shrink guarantees it): nobody may touch the old
+  // rings again.
+  static std::unique_ptr<ShmChannel> for_survivors(const ShmChannel& previous, std::vector<int> previous_rank,
+                                                   int rank, std::vector<pid_t> pids);
   ~ShmChannel() override;
   ShmChannel(const ShmChannel&) = delete;
   ShmChannel& operator=(const ShmChannel&) = delete;
 
   int rank() const override { return rank_; }
-  int size() const override { return layout_.ranks; }
+  int size() const override { return static_cast<int>(slot_.size()); }
   const ShmChannelLayout& layout() const { return layout_; }
 
   // Reserves and maps the two rings shared with `peer` (ShmSegment::reserve),
@@ -155,8 +165,12 @@ class ShmChannel final : public Channel {
   void check_peers();
   void fail_peer(int peer, const std::string& why);
 
-  ShmSegment segment_;
-  ShmChannelLayout layout_;
+  ShmChannel(std::shared_ptr<const ShmSegment> segment, ShmChannelLayout layout, std::vector<int> slot,
+             int rank, std::vector<pid_t> pids);
+
+  std::shared_ptr<const ShmSegment> segment_;  // shared with the epochs that reuse its rings
+  ShmChannelLayout layout_;                    // of the segment (its ranks: the first epoch's)
+  std::vector<int> slot_;                      // by local rank: its rank in the segment's layout
   int rank_;
   PeerWatch watch_;
   std::vector<Peer> peers_;  // by local rank; this rank's entry is unused

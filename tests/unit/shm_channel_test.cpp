@@ -315,5 +315,52 @@ TEST(ShmChannel, PeerThatExitsAfterSendingFailsNothing) {
   expect_all(codes, kOk);
 }
 
+// After a Shrink the survivors keep their rings (ShmChannel::for_survivors):
+// ranks 0 and 2 of 3 talk, leave a message unreceived in each direction,
+// take the channel over as local ranks 0 and 1, and then see only what they
+// send each other afterwards, under the same tag, in a ring that stays
+// usable for messages larger than itself.
+TEST(ShmChannel, SurvivorsReuseTheirRingsEmptied) {
+  auto* shared = static_cast<std::atomic<int>*>(
+      ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(shared, MAP_FAILED);
+  auto* pids = new (shared) std::atomic<int>[3] {};
+  auto* arrived = new (shared + 3) std::atomic<int>[2] {};
+  auto barrier = [&](int k) {
+    arrived[k].fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (arrived[k].load() < 2)
+      if (std::chrono::steady_clock::now() > deadline) return false;
+    return true;
+  };
+  const std::size_t big = Settings{}.shm_p2p_slot_bytes * Settings{}.shm_p2p_slots * 3 + 5;
+  const auto codes = run_ranks(3, [&](int r, ShmChannel& ch, TestWait& wait) -> int {
+    pids[r].store(::getpid());
+    if (r == 1) return kOk;  // the member that is lost
+    const int peer = 2 - r;
+    std::vector<std::byte> out = message(1000, 10u + static_cast<unsigned>(r)), in(1000);
+    Channel::Op sent = send(ch, peer, 7, out);
+    if (check_recv(ch, recv(ch, peer, 7, in), wait, in, in.size(), 10u + static_cast<unsigned>(peer)))
+      return kWrong;
+    if (wait_for(ch, sent, wait) != OpState::Done) return kWrong;
+    std::vector<std::byte> stale = message(500, 20u + static_cast<unsigned>(r));
+    if (wait_for(ch, send(ch, peer, 7, stale), wait) != OpState::Done)
+      return kWrong;                    // in the ring, never received
+    if (!barrier(0)) return kTimedOut;  // both left the old epoch
+    while (pids[0].load() == 0 || pids[2].load() == 0) std::this_thread::yield();
+    auto next = ShmChannel::for_survivors(ch, {0, 2}, r / 2, {pids[0].load(), pids[2].load()});
+    if (next->size() != 2 || next->rank() != r / 2) return kWrong;
+    if (!barrier(1)) return kTimedOut;  // both emptied their side (the epoch's agreement)
+    const int now_peer = 1 - r / 2;
+    std::vector<std::byte> fresh = message(big, 30u + static_cast<unsigned>(r)), got(big);
+    Channel::Op f = send(*next, now_peer, 7, fresh);
+    if (check_recv(*next, recv(*next, now_peer, 7, got), wait, got, big, 30u + static_cast<unsigned>(peer)))
+      return kWrong;
+    return wait_for(*next, f, wait) == OpState::Done ? kOk : kWrong;
+  });
+  expect_all(codes, kOk);
+  ::munmap(shared, 4096);
+}
+
 }  // namespace
 }  // namespace ringmend::transport
