@@ -36,6 +36,8 @@ std::uint64_t machine_id() {
 
 }  // namespace
 
+std::string segment_prefix(int pid) { return "ringmend-" + std::to_string(pid) + "-"; }
+
 const char* name_of(BuildStep step) {
   switch (step) {
     case BuildStep::Exchange:
@@ -289,10 +291,10 @@ bool EpochBuilder::connect(Epoch& e, const Epoch* shrunk_from, std::string& shm_
     spec.local_ranks = e.layout.local_ranks;
     for (int r : spec.local_ranks) spec.local_pids.push_back(e.infos[static_cast<std::size_t>(r)].pid);
     const MemberInfo& leader = e.infos[static_cast<std::size_t>(spec.local_ranks.front())];
-    char name[96];
-    std::snprintf(name, sizeof name, "/ringmend-%d-%016llx-e%llu", leader.pid,
-                  static_cast<unsigned long long>(leader.nonce), static_cast<unsigned long long>(e.number));
-    spec.segment_name = name;
+    char name[64];
+    std::snprintf(name, sizeof name, "%016llx-e%llu", static_cast<unsigned long long>(leader.nonce),
+                  static_cast<unsigned long long>(e.number));
+    spec.segment_name = "/" + segment_prefix(leader.pid) + name;
     const int local = static_cast<int>(spec.local_ranks.size());
     spec.node_layout = transport::ShmLayout::make(local, settings_.shm_buffer_bytes, settings_.small_bytes);
     spec.p2p_layout =

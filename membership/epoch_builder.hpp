@@ -64,6 +64,11 @@ using Transition = std::variant<Start, Shrink, Grow>;
 enum class BuildStep { Exchange, Plan, Fabric, Agreement };
 const char* name_of(BuildStep step);
 
+// The node segments of an epoch whose node leader is process `pid` are
+// named /dev/shm/<segment_prefix(pid)>... (ringmend-rank removes the names
+// of a rank that died with the same prefix).
+std::string segment_prefix(int pid);
+
 class EpochBuilder {
  public:
   // `parent` is the communicator of Start (MPI_COMM_WORLD); `where` this

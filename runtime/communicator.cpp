@@ -581,18 +581,30 @@ void Communicator::Impl::quiesce() {
 
 namespace {
 
+// A failure the application did not cause is also logged, at `error` (a
+// lost broadcast root at `warn`: the job goes on), so that an operator sees
+// it even where the application swallows it; bad input (argument,
+// mismatch, setting) is the application's to report.
+Error logged(Error e) {
+  const Errc c = e.code();
+  if (c != Errc::InvalidArgument && c != Errc::Mismatch && c != Errc::BadEnvironment)
+    log(c == Errc::RootLost ? LogLevel::Warn : LogLevel::Error,
+        std::string("collective failed (") + to_string(c) + "): " + e.what());
+  return e;
+}
+
 // The one error boundary: whatever a lower layer throws (MPI, UCX, shared
 // memory, the standard library) reaches the caller as a ringmend::Error.
 template <class F>
 auto guarded(F&& f) -> decltype(f()) {
   try {
     return f();
-  } catch (const Error&) {
-    throw;
+  } catch (const Error& e) {
+    throw logged(e);
   } catch (const std::bad_alloc&) {
-    throw Error(Errc::Internal, "out of memory");
+    throw logged(Error(Errc::Internal, "out of memory"));
   } catch (const std::exception& e) {
-    throw Error(Errc::Internal, e.what());
+    throw logged(Error(Errc::Internal, e.what()));
   }
 }
 

@@ -12,8 +12,10 @@
 #include <string>
 #include <thread>
 
+#include "membership/epoch_builder.hpp"
 #include "ringmend/core/outcome.hpp"
 #include "runtime/communicator_impl.hpp"
+#include "transport/shm_segment.hpp"
 #include "transport/ucx_environment.hpp"
 #include "ulfm/launch_environment.hpp"
 
@@ -116,9 +118,12 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
                           std::to_string(outcome::kStartTimeoutStatus) + ". Start the job again.",
                       outcome::kStartTimeout, outcome::kStartTimeoutStatus);
     start(argc, argv);
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    if (e.code() != Errc::BadEnvironment && e.code() != Errc::InvalidArgument)
+      log(LogLevel::Error, std::string("start-up failed (") + to_string(e.code()) + "): " + e.what());
     throw;
   } catch (const std::exception& e) {
+    log(LogLevel::Error, std::string("start-up failed: ") + e.what());
     throw Error(Errc::Internal, std::string("start-up: ") + e.what());
   }
   tell_launcher(impl_->outcome_fd, std::string(outcome::kStarted) + "=1");
@@ -219,6 +224,9 @@ Runtime::~Runtime() {
   log(LogLevel::Debug, "all members finalizing");
   impl_->world.reset();
   impl_->ucx.reset();
+  // No epoch is built any more: the names of segments this process led,
+  // which a local peer may have created before dying, can go.
+  transport::ShmSegment::unlink_names_starting_with(membership::segment_prefix(static_cast<int>(::getpid())));
   log(LogLevel::Debug, "transports closed; MPI_Finalize");
   if (impl_->we_initialized_mpi) {
     // Every member agreed that nothing is in flight: MPI_Finalize has

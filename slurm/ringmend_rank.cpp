@@ -73,11 +73,12 @@ std::string read_all(int fd) {
   return words;
 }
 
-// A node's shared-memory segment carries its creator's pid in its name
-// (/dev/shm/ringmend-<pid>-...). Its peers remove the name once the
-// membership is agreed, or when the creator dies before that; but when every
-// rank of the node dies in that window, nobody is left to do it but the
-// creator's launcher.
+// A node's shared-memory segment carries its node leader's pid in its name
+// (/dev/shm/ringmend-<pid>-..., membership::segment_prefix). The node's
+// ranks remove the name once the membership is agreed; but when every rank
+// of the node dies in that window, or a rank that created it dies while the
+// leader had given up on that epoch, nobody is left to do it but the
+// leader's launcher.
 void remove_segments_of(pid_t pid) {
   const std::string prefix = "ringmend-" + std::to_string(pid) + "-";
   DIR* dir = ::opendir("/dev/shm");
@@ -160,7 +161,7 @@ int main(int argc, char** argv) {
   const bool finished =
       (" " + words + " ").find(std::string(" ") + ringmend::outcome::kFinished + "=1 ") != std::string::npos;
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
-  if (!finished) remove_segments_of(child);
+  remove_segments_of(child);
 
   int end_signal = 0;
   if (r.how == ringmend::slurm::RankRecord::End::Signaled)

@@ -1,5 +1,6 @@
 #include "transport/shm_segment.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -68,6 +69,15 @@ void ShmSegment::unlink() {
 }
 
 void ShmSegment::unlink_name(const std::string& name) { ::shm_unlink(name.c_str()); }
+
+void ShmSegment::unlink_names_starting_with(const std::string& prefix) {
+  DIR* dir = ::opendir("/dev/shm");
+  if (!dir) return;
+  while (const dirent* e = ::readdir(dir))
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0)
+      ::shm_unlink(("/" + std::string(e->d_name)).c_str());
+  ::closedir(dir);
+}
 
 ShmSegment ShmSegment::create(const std::string& name, std::size_t bytes) {
   Fd f{::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600)};

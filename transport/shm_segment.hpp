@@ -49,6 +49,10 @@ class ShmSegment {
   void unlink();
   // Removes `name` if it exists: for a segment whose creator may have died.
   static void unlink_name(const std::string& name);
+  // Removes every name of /dev/shm that starts with `prefix` (a process's
+  // own segments, at its end: a peer that created one of them and died
+  // before the group removed it leaves it behind otherwise).
+  static void unlink_names_starting_with(const std::string& prefix);
 
   std::byte* data() const { return data_; }
   std::size_t size() const { return bytes_; }

@@ -299,6 +299,22 @@ TEST(ShmSegmentLifetime, NothingIsLeftInDevShm) {
   EXPECT_THROW(ShmSegment::create("/ringmend-test-no/slash", 4096), std::runtime_error);
 }
 
+// A process's own segment names go at its end, whoever created them.
+TEST(ShmSegmentLifetime, NamesOfOneLeaderAreRemovedTogether) {
+  const std::string prefix = unique_name().substr(1) + "-leader-";
+  const std::string other = unique_name();
+  {
+    ShmSegment a = ShmSegment::open_shared("/" + prefix + "e0", 4096);
+    ShmSegment b = ShmSegment::open_shared("/" + prefix + "e0-p2p", 4096);
+    ShmSegment c = ShmSegment::open_shared(other, 4096);
+    ShmSegment::unlink_names_starting_with(prefix);
+    EXPECT_FALSE(std::filesystem::exists("/dev/shm/" + prefix + "e0"));
+    EXPECT_FALSE(std::filesystem::exists("/dev/shm/" + prefix + "e0-p2p"));
+    EXPECT_TRUE(std::filesystem::exists("/dev/shm" + other));
+  }
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm" + other));
+}
+
 // A full /dev/shm is a clear error, not a SIGBUS at the first write: in a
 // child with its own mount namespace and a 1 MiB /dev/shm, a node whose
 // pipeline buffers (8 MiB) do not fit opens, and its first large allreduce
