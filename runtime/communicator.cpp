@@ -587,7 +587,7 @@ namespace {
 // mismatch, setting) is the application's to report.
 Error logged(Error e) {
   const Errc c = e.code();
-  if (c != Errc::InvalidArgument && c != Errc::Mismatch && c != Errc::BadEnvironment)
+  if (!caused_by_input(c))
     log(c == Errc::RootLost ? LogLevel::Warn : LogLevel::Error,
         std::string("collective failed (") + to_string(c) + "): " + e.what());
   return e;

@@ -119,7 +119,7 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
                       outcome::kStartTimeout, outcome::kStartTimeoutStatus);
     start(argc, argv);
   } catch (const Error& e) {
-    if (e.code() != Errc::BadEnvironment && e.code() != Errc::InvalidArgument)
+    if (!caused_by_input(e.code()))
       log(LogLevel::Error, std::string("start-up failed (") + to_string(e.code()) + "): " + e.what());
     throw;
   } catch (const std::exception& e) {

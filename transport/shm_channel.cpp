@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <numeric>
 #include <stdexcept>
 #include <utility>
 
@@ -114,9 +115,10 @@ void ShmChannel::Queue::remove(Request* r, Request* prev) {
 }
 
 namespace {
+// Local rank r is rank r of the segment: a channel on a segment of its own.
 std::vector<int> identity(int n) {
   std::vector<int> v(static_cast<std::size_t>(std::max(n, 0)));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int>(i);
+  std::iota(v.begin(), v.end(), 0);
   return v;
 }
 }  // namespace

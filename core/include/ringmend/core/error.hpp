@@ -21,6 +21,13 @@ enum class Errc {
 
 const char* to_string(Errc code);
 
+// True for the errors the application's own input causes (an argument, a
+// call that differs across ranks, a setting): the application reports
+// those; the others are also logged for the operator.
+constexpr bool caused_by_input(Errc code) {
+  return code == Errc::InvalidArgument || code == Errc::Mismatch || code == Errc::BadEnvironment;
+}
+
 class Error : public std::runtime_error {
  public:
   Error(Errc code, const std::string& what) : std::runtime_error(what), code_(code) {}
