@@ -26,6 +26,9 @@ std::optional<std::string> env(const char* name) {
 }  // namespace
 
 std::ostream& operator<<(std::ostream& out, LogLevel level) { return out << name_of(level); }
+std::ostream& operator<<(std::ostream& out, SparePolicy policy) { return out << name_of(policy); }
+
+const char* name_of(SparePolicy policy) { return policy == SparePolicy::Replace ? "replace" : "shrink"; }
 
 namespace {
 
@@ -124,6 +127,12 @@ LogLevel parse_log_level(const std::string& name, const std::string& value) {
   bad(name, value, "error, warn, info or debug");
 }
 
+SparePolicy parse_spare_policy(const std::string& name, const std::string& value) {
+  for (SparePolicy p : {SparePolicy::Replace, SparePolicy::Shrink})
+    if (value == name_of(p)) return p;
+  bad(name, value, "replace or shrink");
+}
+
 bool parse_bool(const std::string& name, const std::string& value) {
   if (value == "1" || value == "yes" || value == "true" || value == "on") return true;
   if (value == "0" || value == "no" || value == "false" || value == "off" || value.empty()) return false;
@@ -136,7 +145,7 @@ namespace {
 std::size_t parse_count(const std::string& name, const std::string& value) {
   if (value.empty() || !std::all_of(value.begin(), value.end(), [](char c) { return std::isdigit(c); }) ||
       value.size() > 9)
-    bad(name, value, "a positive whole number");
+    bad(name, value, "a whole number");
   return static_cast<std::size_t>(std::stoul(value));
 }
 
@@ -164,6 +173,13 @@ Settings Options::resolve() const {
                "RINGMEND_FINALIZE_TIMEOUT", parse_seconds, non_negative, positive_seconds);
   seconds.take(s.mpi_finalize_timeout_seconds, mpi_finalize_timeout_seconds, "mpi_finalize_timeout_seconds",
                "RINGMEND_MPI_FINALIZE_TIMEOUT", parse_seconds, non_negative, positive_seconds);
+  sizes.take(s.spares, spares, "spares", "RINGMEND_SPARES", parse_count, size_between(0, 1 << 20),
+             "a number of spare processes, 0 or more");
+  const Source<SparePolicy> policies{read_environment};
+  policies.take(
+      s.spare_policy, spare_policy, "spare_policy", "RINGMEND_SPARE_POLICY", parse_spare_policy,
+      [](const SparePolicy& p) { return p == SparePolicy::Replace || p == SparePolicy::Shrink; },
+      "replace or shrink");
   flags.take(s.shm, shm, "shm", "RINGMEND_SHM", parse_bool, any_bool, "a boolean");
   sizes.take(s.shm_chunk_bytes, shm_chunk_bytes, "shm_chunk_bytes", "RINGMEND_SHM_CHUNK_BYTES", parse_size,
              size_between(4 * KiB, 64 * MiB), "a size between 4K and 64M");

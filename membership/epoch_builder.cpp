@@ -73,7 +73,9 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   const bool start = std::holds_alternative<Start>(transition);
   const std::vector<MemberId>* lost = nullptr;
   if (auto* first = std::get_if<Start>(&transition)) {
-    if (first->fault_tolerant) {
+    if (first->members) {
+      e->ctrl = std::move(first->members);
+    } else if (first->fault_tolerant) {
       int rc = MPI_SUCCESS;
       ulfm::ShrinkOutcome live = ulfm::shrink(parent_, rc);
       if (rc != MPI_SUCCESS)
@@ -190,6 +192,7 @@ bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool s
   // shrink after a Start that failed) unless it joins.
   mine.id = from ? from->my_id() : joining ? kNoMember : world_rank;
   mine.next_id = from ? from->next_id : joining ? 0 : world_size;
+  mine.joining = !from && joining;
   mine.epoch = from ? from->number : 0;
   mine.pid = static_cast<std::int32_t>(::getpid());
   mine.nonce = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();

@@ -39,8 +39,11 @@ namespace ringmend::membership {
 // shrunk rather than duplicated: MPI_Comm_dup fails (on some ranks only) when
 // a process died during MPI_Init, a shrink gives every survivor the same
 // communicator of the live ones.
+// With spares, the spare pool has already split the first members off the
+// world's live processes: `members` is their communicator, used as is.
 struct Start {
   bool fault_tolerant = false;
+  ulfm::CommHandle members;
 };
 // The survivors of a failure (or the members that stay after a release):
 // `lost` names every member of the previous epoch that is gone (over all

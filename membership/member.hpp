@@ -21,6 +21,7 @@ struct MemberInfo {
   // Identity and placement (filled in by the builder)
   MemberId id = kNoMember;     // kNoMember: a joiner, given an id in this epoch
   MemberId next_id = 0;        // the id the next joiner gets (members agree on it)
+  std::int32_t joining = 0;    // 1: admitted in this epoch (it has no previous one)
   std::uint64_t epoch = 0;     // the epoch this member comes from
   std::int32_t node_key = -1;  // control rank of this node's first rank
   std::int32_t pid = 0;        // watched by node peers; names the node's segment

@@ -9,7 +9,9 @@
 //     Start, Shrink{lost} or Grow{joiners}, in four named steps (exchange,
 //     plan, fabric, agreement);
 //   * address_exchange.hpp: UCX addresses fetched from the peers that need
-//     them, not allgathered.
+//     them, not allgathered;
+//   * spare_pool.hpp: SparePool, where spare processes wait, and the rounds
+//     that admit them (the communicator of a Grow).
 // A new membership transition (a spawn, a connect) is one more alternative
 // of Transition and the communicator that it brings; the steps stay.
 #pragma once
@@ -18,3 +20,4 @@
 #include "membership/epoch.hpp"
 #include "membership/epoch_builder.hpp"
 #include "membership/member.hpp"
+#include "membership/spare_pool.hpp"

@@ -77,16 +77,32 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
   mine.seq = 1;
   int world_size = 0;
   MPI_Comm_size(parent, &world_size);
-  auto first = builder_.build(nullptr, membership::Start{fault_tolerant_}, mine);
+  const int spares = static_cast<int>(settings_.spares);
+  target_size_ = world_size - spares;
+  membership::Start start{fault_tolerant_, {}};
+  if (spares > 0) {
+    if (!fault_tolerant_)
+      throw Error(Errc::FaultToleranceUnavailable,
+                  "spares (" + std::to_string(spares) +
+                      ") need fault tolerance: launch with ringmend-run (or mpirun with ringmend's FT "
+                      "arguments) and an MPI with ULFM");
+    if (spares >= world_size)
+      throw Error(Errc::InvalidArgument, std::to_string(spares) +
+                                             " spares (RINGMEND_SPARES) leave no member: the job has " +
+                                             std::to_string(world_size) + " processes");
+    pool_ = std::make_unique<membership::SparePool>(parent, spares, start.members);
+    if (pool_->is_spare()) return;  // the Runtime calls serve_as_spare()
+  }
+  auto first = builder_.build(nullptr, std::move(start), mine);
   if (first->ready) {
     epoch_ = std::move(first);
     update_view();
     set_log_place(epoch_->my_id(), epoch_->number);
     log("epoch set up: " + builder_.laps());
-    if (epoch_->size < world_size && epoch_->rank == 0)
+    if (epoch_->size < target_size_ && epoch_->rank == 0)
       ringmend::log(LogLevel::Info, "started with " + std::to_string(epoch_->size) + " of " +
-                                        std::to_string(world_size) +
-                                        " processes: the others died during start-up");
+                                        std::to_string(target_size_) +
+                                        " members: the others died during start-up");
     return;
   }
   // A rank died while the first epoch was built: the same path as a
@@ -221,19 +237,19 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
                                            ? view_.members[static_cast<std::size_t>(call.root)]
                                            : membership::kNoMember;
   const int size_at_start = view_.size;
-  if (pending_) {
-    result.recovered = true;
-    result.lost = announce_pending();
-  }
-  CollectiveCall c = call;  // the root is renumbered after a shrink
-  if (root_id != membership::kNoMember) {
+  CollectiveCall c = call;  // the root is renumbered after a membership change
+  // The root's rank in the current epoch, or RootLost on every survivor.
+  const auto place_root = [&] {
+    if (root_id == membership::kNoMember) return;
     const auto& members = epoch_->members;
     const auto it = std::find(members.begin(), members.end(), root_id);
     if (it == members.end())
       throw Error(Errc::RootLost, "broadcast #" + std::to_string(call_seq) + ": its root (member " +
                                       std::to_string(root_id) + ") failed before any survivor had the data");
     c.root = static_cast<int>(it - members.begin());
-  }
+  };
+  if (input_error.empty()) settle(result, call_seq);
+  place_root();
   if (input_error.empty() && call.bytes() == 0) {  // a no-op, like MPI with count 0
     result.contributors = epoch_->size;
     result.epoch = epoch_->number;
@@ -269,6 +285,8 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
                            });
         if (ahead) catch_up(call_seq - 1, states, retained_bytes_[(call_seq - 1) % 2]);
         states.clear();
+        settle(result, call_seq);
+        place_root();
         execute(c, call_seq);
         result.contributors = epoch_->size;
       }
@@ -305,11 +323,8 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
     // next call. Those that take its result from them (catching up) keep
     // the old view until their own next call, so that every survivor sees
     // the change in the same call (and chooses, say, a broadcast root in the
-    // same membership). Otherwise the change is announced in this call.
-    if (!catching_up) {
-      result.recovered = true;
-      result.lost = announce_pending();
-    }
+    // same membership). Otherwise the change is announced in this call,
+    // once spares are admitted (settle(), before the call is executed).
     // An input error anywhere is raised everywhere.
     auto bad = std::find_if(states.begin(), states.end(),
                             [](const membership::MemberInfo& s) { return s.errc >= 0; });
@@ -326,15 +341,13 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
                                         std::to_string(call_seq));
       }
     if (c.kind == coll::CollectiveKind::Broadcast && !catching_up) {
-      // Re-executing needs the root's data: gone if the root is.
+      // Re-executing needs the root's data: gone if the root is (the
+      // change is announced first, as by every error after a recovery).
       const auto& members = epoch_->members;
-      auto it = std::find(members.begin(), members.end(), root_id);
-      if (it == members.end()) {
-        throw Error(Errc::RootLost, "broadcast #" + std::to_string(call_seq) + ": its root (member " +
-                                        std::to_string(root_id) +
-                                        ") failed before any survivor had the data");
+      if (std::find(members.begin(), members.end(), root_id) == members.end()) {
+        if (pending_) announce_pending();
+        place_root();
       }
-      c.root = static_cast<int>(it - members.begin());
     }
   }
 }
@@ -349,14 +362,25 @@ void Communicator::Impl::announce(const MembershipChange& change) {
   update_view();
   // A rebuild that lost nobody (an input error on one rank revokes the
   // epoch so that the others learn of it) changes no membership.
-  if (change.lost.empty()) return;
+  if (change.lost.empty() && change.joined.empty()) return;
   for (auto& [id, callback] : callbacks) callback(change);
 }
 
-std::vector<int> Communicator::Impl::announce_pending() {
+MembershipChange Communicator::Impl::announce_pending() {
   const MembershipChange change = *std::exchange(pending_, std::nullopt);
   announce(change);
-  return change.lost;
+  return change;
+}
+
+void Communicator::Impl::settle(CollectiveResult& result, std::uint64_t call_seq) {
+  if (pool_ && settings_.spare_policy == SparePolicy::Replace && epoch_->size < target_size_ &&
+      pool_->spares_left() > 0)
+    admit_spares(call_seq);
+  if (!pending_) return;
+  const MembershipChange change = announce_pending();
+  result.recovered = true;
+  result.lost = change.lost;
+  result.joined = change.joined;
 }
 
 // An error that every survivor raises alike after a recovery: each is told
@@ -417,13 +441,16 @@ std::string Communicator::Impl::catch_up_impossible(const std::vector<membership
   return {};
 }
 
-void Communicator::Impl::broadcast_retained(std::uint64_t seq_of_result, int root, std::size_t bytes) {
+void Communicator::Impl::broadcast_bytes(void* buffer, std::size_t bytes, int root, std::uint64_t wire_seq) {
   const membership::Epoch& e = *epoch_;
-  auto& buf = scratch_for(seq_of_result, bytes);
   coll::Call call;
   call.kind = coll::CollectiveKind::Broadcast;
-  call.broadcast = {buf.data(), bytes, root, seq_of_result};
+  call.broadcast = {buffer, bytes, root, wire_seq};
   coll::select(call.kind, bytes, e.layout, tuning()).run(call, e.channels(), e.layout, tuning(), *this);
+}
+
+void Communicator::Impl::broadcast_retained(std::uint64_t seq_of_result, int root, std::size_t bytes) {
+  broadcast_bytes(scratch_for(seq_of_result, bytes).data(), bytes, root, seq_of_result);
 }
 
 void Communicator::Impl::catch_up(std::uint64_t behind_seq, const std::vector<membership::MemberInfo>& infos,
@@ -514,8 +541,17 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
   attempt_members_.clear();
   out.infos = epoch_->infos;
   std::sort(out.lost.begin(), out.lost.end());
-  MembershipChange change{old_epoch,    epoch_->number,       out.lost,       old_size,        epoch_->size,
-                          epoch_->rank, seconds_since(start), shrink_seconds, rebuild_seconds, attempts};
+  MembershipChange change;
+  change.old_epoch = old_epoch;
+  change.new_epoch = epoch_->number;
+  change.lost = out.lost;
+  change.old_size = old_size;
+  change.new_size = epoch_->size;
+  change.new_rank = epoch_->rank;
+  change.recovery_seconds = seconds_since(start);
+  change.shrink_seconds = shrink_seconds;
+  change.rebuild_seconds = rebuild_seconds;
+  change.attempts = attempts;
   set_log_place(epoch_->my_id(), epoch_->number);
   // One line per recovery for the operator (from the new epoch's first
   // rank; the others say it at debug level).
@@ -651,5 +687,17 @@ int Communicator::on_membership_change(std::function<void(const MembershipChange
 }
 
 void Communicator::remove_membership_callback(int id) { impl_->callbacks.erase(id); }
+
+void Communicator::register_state(const std::string& name, void* data, std::size_t bytes) {
+  guarded([&] { impl_->state.add(name, data, bytes); });
+}
+
+void Communicator::register_state(const std::string& name, std::function<std::vector<std::byte>()> save,
+                                  std::function<void(std::span<const std::byte>)> load) {
+  guarded([&] { impl_->state.add(name, std::move(save), std::move(load)); });
+}
+
+bool Communicator::unregister_state(const std::string& name) { return impl_->state.remove(name); }
+bool Communicator::joined() const { return impl_->joined; }
 
 }  // namespace ringmend

@@ -18,8 +18,10 @@
 #include "coll/pipeline_tuner.hpp"
 #include "membership/epoch.hpp"
 #include "membership/epoch_builder.hpp"
+#include "membership/spare_pool.hpp"
 #include "ringmend/ringmend.hpp"
 #include "runtime/fault_injection.hpp"
+#include "runtime/state_registry.hpp"
 
 namespace ringmend {
 
@@ -33,6 +35,14 @@ struct CollectiveCall {
   ReduceOp op = ReduceOp::Sum;
   int root = -1;
   std::size_t bytes() const;
+};
+
+// Thrown out of a spare's start when the job no longer needs it: the job
+// ended (status 0), or every member is gone (non-zero). The Runtime ends
+// the process; a spare never returns to the application unadmitted.
+struct SpareDismissed {
+  int status = 0;
+  std::string why;
 };
 
 struct Communicator::Impl final : transport::WaitContext {
@@ -63,6 +73,14 @@ struct Communicator::Impl final : transport::WaitContext {
   std::uint64_t seq = 0;  // collectives called so far
   std::map<int, std::function<void(const MembershipChange&)>> callbacks;
   int next_callback_id = 0;
+  StateRegistry state;
+  bool joined = false;  // admitted as a spare
+  // After every member agreed to finish: the spares still waiting leave.
+  void dismiss_spares();
+  // A spare, constructed but not yet a member.
+  bool waiting_as_spare() const { return pool_ && pool_->is_spare(); }
+  // A spare's start: waits in the pool until admitted; throws SpareDismissed.
+  void serve_as_spare();
 
  private:
   struct RecoveryOutcome {
@@ -72,9 +90,23 @@ struct Communicator::Impl final : transport::WaitContext {
   };
   // Makes the current epoch the application's view and runs the callbacks.
   void announce(const MembershipChange& change);
+  // Before call `call_seq` executes, on every member in the same call:
+  // admits spares for the members lost (policy Replace), then announces
+  // the change to the application.
+  void settle(CollectiveResult& result, std::uint64_t call_seq);
+  // Spares admitted until the job has its size again, or none is left;
+  // `joiner_next_seq` is the joiners' first call.
+  void admit_spares(std::uint64_t joiner_next_seq);
+  // Makes a Grow epoch current once the joiners have the state and every
+  // member agreed; false (and the previous epoch current again) otherwise.
+  bool install_grown(std::unique_ptr<membership::Epoch> next, std::uint64_t joiner_next_seq);
+  void transfer_state(std::uint64_t joiner_next_seq);
+  // A broadcast over the current epoch's channels; `wire_seq` is the call
+  // number its headers carry.
+  void broadcast_bytes(void* buffer, std::size_t bytes, int root, std::uint64_t wire_seq);
   void update_view();  // the view alone (the first epoch)
-  // Announces pending_ and returns its lost members.
-  std::vector<int> announce_pending();
+  // Announces pending_ and returns it.
+  MembershipChange announce_pending();
   [[noreturn]] void fail_in_step(const std::vector<membership::MemberInfo>& states, std::uint64_t call_seq,
                                  const Error& error);
   static MembershipChange merged(const MembershipChange& first, const MembershipChange& then);
@@ -99,6 +131,9 @@ struct Communicator::Impl final : transport::WaitContext {
   bool fault_tolerant_;
   FaultInjector faults_;
   membership::EpochBuilder builder_;
+  // Where spares wait (null without spares), and the size the job keeps.
+  std::unique_ptr<membership::SparePool> pool_;
+  int target_size_ = 0;
   std::unique_ptr<membership::Epoch> epoch_;  // the last epoch every member agreed on
   View view_;
   std::optional<MembershipChange> pending_;  // a change to announce at the next call

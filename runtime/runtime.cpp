@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -20,19 +21,6 @@
 #include "ulfm/launch_environment.hpp"
 
 namespace ringmend {
-
-struct Runtime::Impl {
-  Settings settings;
-  bool we_initialized_mpi = false;
-  bool fault_tolerant = false;
-  std::string ft_status;
-  std::unique_ptr<transport::UcxContext> ucx;
-  std::unique_ptr<Communicator> world;
-  // What this rank tells its launcher (ringmend/core/outcome.hpp).
-  int outcome_fd = -1;
-  int recoveries = 0;
-  std::vector<int> lost;
-};
 
 namespace {
 
@@ -104,6 +92,21 @@ class Watchdog {
 
 }  // namespace
 
+struct Runtime::Impl {
+  Settings settings;
+  bool we_initialized_mpi = false;
+  bool fault_tolerant = false;
+  std::string ft_status;
+  std::unique_ptr<transport::UcxContext> ucx;
+  std::unique_ptr<Communicator> world;
+  // What this rank tells its launcher (ringmend/core/outcome.hpp).
+  int outcome_fd = -1;
+  int recoveries = 0;
+  std::vector<int> lost;
+  // Bounds the start; a spare stops it while it waits to be admitted.
+  std::optional<Watchdog> start_watchdog;
+};
+
 Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_unique<Impl>()) {
   // The one error boundary of start-up: whatever a lower layer throws
   // reaches the caller as a ringmend::Error.
@@ -111,13 +114,15 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
     impl_->settings = options.resolve();
     impl_->outcome_fd = outcome_fd_from_environment();
     const double limit = impl_->settings.start_timeout_seconds;
-    Watchdog watchdog(limit, impl_->outcome_fd, LogLevel::Error,
-                      "start-up did not complete within " + seconds_text(limit) +
-                          " (RINGMEND_START_TIMEOUT): a process of the job probably died while MPI "
-                          "started, and MPI did not report it; this process ends with status " +
-                          std::to_string(outcome::kStartTimeoutStatus) + ". Start the job again.",
-                      outcome::kStartTimeout, outcome::kStartTimeoutStatus);
+    impl_->start_watchdog.emplace(
+        limit, impl_->outcome_fd, LogLevel::Error,
+        "start-up did not complete within " + seconds_text(limit) +
+            " (RINGMEND_START_TIMEOUT): a process of the job probably died while "
+            "MPI started, and MPI did not report it; this process ends with status " +
+            std::to_string(outcome::kStartTimeoutStatus) + ". Start the job again.",
+        outcome::kStartTimeout, outcome::kStartTimeoutStatus);
     start(argc, argv);
+    impl_->start_watchdog.reset();
   } catch (const Error& e) {
     if (!caused_by_input(e.code()))
       log(LogLevel::Error, std::string("start-up failed (") + to_string(e.code()) + "): " + e.what());
@@ -127,6 +132,25 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
     throw Error(Errc::Internal, std::string("start-up: ") + e.what());
   }
   tell_launcher(impl_->outcome_fd, std::string(outcome::kStarted) + "=1");
+}
+
+// A spare the job no longer needs ends here, without returning to the
+// application: its transports and MPI are closed as at a normal end.
+[[noreturn]] void end_spare(Runtime::Impl& impl, const SpareDismissed& dismissed) {
+  log(dismissed.status == 0 ? LogLevel::Debug : LogLevel::Error, "spare: " + dismissed.why + "; it ends");
+  tell_launcher(impl.outcome_fd, std::string(outcome::kSpareUnused) + "=1");
+  impl.world.reset();
+  impl.ucx.reset();
+  if (impl.we_initialized_mpi) {
+    const double limit = impl.settings.mpi_finalize_timeout_seconds;
+    Watchdog mpi_watchdog(limit, impl.outcome_fd, LogLevel::Warn,
+                          "MPI_Finalize did not return within " + seconds_text(limit) +
+                              " (RINGMEND_MPI_FINALIZE_TIMEOUT): this spare ends",
+                          outcome::kFinalizeTimeout, dismissed.status);
+    MPI_Finalize();
+  }
+  std::fflush(stdout);
+  std::exit(dismissed.status);
 }
 
 void Runtime::start(int* argc, char*** argv) {
@@ -182,6 +206,17 @@ void Runtime::start(int* argc, char*** argv) {
   impl_->ucx = std::make_unique<transport::UcxContext>(self.ucx_net_device);
   impl_->world.reset(new Communicator(std::make_unique<Communicator::Impl>(
       impl_->settings, impl_->fault_tolerant, *impl_->ucx, MPI_COMM_WORLD, self.where)));
+  if (Communicator::Impl& comm = *impl_->world->impl_; comm.waiting_as_spare()) {
+    // A spare waits as long as the job runs: the start-up bound is over.
+    impl_->start_watchdog.reset();
+    tell_launcher(impl_->outcome_fd, std::string(outcome::kSpare) + "=1");
+    try {
+      comm.serve_as_spare();
+    } catch (const SpareDismissed& dismissed) {
+      end_spare(*impl_, dismissed);
+    }
+    tell_launcher(impl_->outcome_fd, std::string(outcome::kAdmitted) + "=1");
+  }
   impl_->world->on_membership_change([impl = impl_.get()](const MembershipChange& change) {
     ++impl->recoveries;
     impl->lost.insert(impl->lost.end(), change.lost.begin(), change.lost.end());
@@ -220,6 +255,12 @@ Runtime::~Runtime() {
     all_done = true;
   } catch (const std::exception& e) {
     log(LogLevel::Warn, std::string("while finalizing: ") + e.what());
+  }
+  try {
+    // Spares still waiting leave with the members (they would wait for ever).
+    impl_->world->impl_->dismiss_spares();
+  } catch (const std::exception& e) {
+    log(LogLevel::Warn, std::string("while dismissing the spares: ") + e.what());
   }
   log(LogLevel::Debug, "all members finalizing");
   impl_->world.reset();

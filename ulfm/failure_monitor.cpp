@@ -2,7 +2,11 @@
 
 namespace ringmend::ulfm {
 
-FailureMonitor::FailureMonitor(MPI_Comm comm) : comm_(comm) {
+FailureMonitor::FailureMonitor(MPI_Comm comm) : comm_(comm) { rearm(); }
+
+void FailureMonitor::rearm() {
+  disarm();
+  noticed_ = false;
   int rc = MPI_Irecv(&buffer_, 1, MPI_INT, MPI_ANY_SOURCE, kNeverSentTag, comm_, &request_);
   if (rc != MPI_SUCCESS) {
     // Posting fails only on a communicator that is already revoked or has

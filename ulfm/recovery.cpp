@@ -1,5 +1,6 @@
 // Recovery primitives over ULFM: revoke, shrink, agree, failed-set queries.
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 
 #include "ulfm/ulfm.hpp"
@@ -136,6 +137,22 @@ std::vector<int> ranks_in(MPI_Comm comm, MPI_Comm parent) {
   std::iota(idx.begin(), idx.end(), 0);
   MPI_Group_translate_ranks(group.get(), n, idx.data(), parent_group.get(), ranks.data());
   return ranks;
+}
+
+void progress(MPI_Comm comm) {
+  int flag = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, 0x7eae, comm, &flag, MPI_STATUS_IGNORE);
+}
+
+void ack_failures(MPI_Comm comm) {
+#if RINGMEND_HAVE_ULFM && defined(OMPI_HAVE_MPIX_COMM_ACK_FAILED)
+  int acked = 0;
+  MPIX_Comm_ack_failed(comm, INT32_MAX, &acked);
+#elif RINGMEND_HAVE_ULFM
+  MPIX_Comm_failure_ack(comm);
+#else
+  (void)comm;
+#endif
 }
 
 std::vector<int> known_failed(MPI_Comm comm) {

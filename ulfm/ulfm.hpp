@@ -56,6 +56,8 @@ class FailureMonitor {
 
   // Stops watching (cancels the posted receive).
   void disarm();
+  // Watches again from now (after the failures seen were acknowledged).
+  void rearm();
 
  private:
   static constexpr int kNeverSentTag = 0x7ead;
@@ -98,6 +100,15 @@ int agree(MPI_Comm comm, int& flag);
 // up when `stop()` returns true. Returns true when the agreement completed;
 // `success` then says whether it completed without error.
 bool agree_while(MPI_Comm comm, const std::function<bool()>& stop, bool& success);
+
+// Drives MPI's progress engine once (a probe on `comm`), for a process that
+// otherwise only sleeps.
+void progress(MPI_Comm comm);
+
+// Acknowledges the failures of `comm` noticed so far, so that a receive
+// from MPI_ANY_SOURCE (a FailureMonitor posted afterwards) no longer fails
+// for them: a waiting spare goes on waiting when another one dies.
+void ack_failures(MPI_Comm comm);
 
 // The failed processes of `comm` that the local process knows about
 // (MPIX_Comm_get_failed), as ranks of `comm`. Diagnostic only.

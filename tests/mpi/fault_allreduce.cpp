@@ -37,15 +37,17 @@ int main(int argc, char** argv) {
   // the callbacks below see only the changes after it.
   const std::uint64_t first_epoch = comm.epoch();
   if (!pid_dir.empty()) std::ofstream(pid_dir + "/rank" + std::to_string(me) + ".pid") << ::getpid() << "\n";
-  int changes = 0;
+  int changes = 0;  // epochs the callbacks went through (a failure and the spares admitted after it: two)
   comm.on_membership_change([&](const MembershipChange& m) {
-    ++changes;
+    changes += static_cast<int>(m.new_epoch - m.old_epoch);
     if (comm.rank() == 0 || m.new_rank == 0) {
-      std::string lost;
+      std::string lost, joined;
       for (int w : m.lost) lost += std::to_string(w) + " ";
-      std::printf("membership change: epoch %llu -> %llu, lost [ %s], %d -> %d ranks, %.1f ms\n",
-                  static_cast<unsigned long long>(m.old_epoch), static_cast<unsigned long long>(m.new_epoch),
-                  lost.c_str(), m.old_size, m.new_size, m.recovery_seconds * 1e3);
+      for (int w : m.joined) joined += std::to_string(w) + " ";
+      std::printf(
+          "membership change: epoch %llu -> %llu, lost [ %s], joined [ %s], %d -> %d ranks, %.1f ms\n",
+          static_cast<unsigned long long>(m.old_epoch), static_cast<unsigned long long>(m.new_epoch),
+          lost.c_str(), joined.c_str(), m.old_size, m.new_size, m.recovery_seconds * 1e3);
       std::fflush(stdout);
     }
   });
@@ -53,7 +55,13 @@ int main(int argc, char** argv) {
   const DataType types[] = {DataType::Float32, DataType::Int64, DataType::Float64, DataType::Int32};
   const ReduceOp ops[] = {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Prod, ReduceOp::Min};
   int failures = 0, recovered_calls = 0, root_lost_seen = 0;
-  for (int it = 0; it < iters; ++it) {
+  // The loop's position is the state a spare resumes from (docs/elastic.md).
+  int it = 0;
+  comm.register_state("iteration", &it, sizeof it);
+  if (comm.joined())
+    std::printf("member %d: admitted as a spare at rank %d of %d, resuming at iteration %d\n", me,
+                comm.rank(), comm.size(), it);
+  for (; it < iters; ++it) {
     const long call = static_cast<long>(comm.collectives_called()) + 1;
     const bool bcast = mode == "bcast" || (mode == "mixed" && it % 3 == 2);
     if (bcast) {

@@ -36,8 +36,9 @@ namespace ringmend {
 
 // What a collective call reports besides its data.
 struct CollectiveResult {
-  bool recovered = false;   // a failure happened during this call and was recovered
+  bool recovered = false;   // the membership changed in this call (a failure recovered, spares admitted)
   std::vector<int> lost;    // ids of the members lost during this call
+  std::vector<int> joined;  // ids of the members admitted in this call (spares)
   int contributors = 0;     // ranks whose inputs the result contains
   std::uint64_t epoch = 0;  // membership epoch after the call
 };
@@ -45,12 +46,14 @@ struct CollectiveResult {
 // Passed to membership-change callbacks after each recovery.
 struct MembershipChange {
   std::uint64_t old_epoch = 0, new_epoch = 0;
-  std::vector<int> lost;  // ids of the members lost in this recovery
+  std::vector<int> lost;    // ids of the members lost in this recovery
+  std::vector<int> joined;  // ids of the spares admitted (they took the lost members' ranks first)
   int old_size = 0, new_size = 0;
   int new_rank = 0;             // this process's rank in the new membership
   double recovery_seconds = 0;  // failure noticed -> membership rebuilt, of which:
   double shrink_seconds = 0;    //   revoke + shrink (MPIX_Comm_shrink agrees on the failed set)
   double rebuild_seconds = 0;   //   new plan, shared memory, UCX endpoints, agreement on the epoch
+  double admit_seconds = 0;     // spares admitted and given the state (after the recovery proper)
   int attempts = 1;             // shrinks needed (more when ranks die during recovery)
 };
 
@@ -89,10 +92,32 @@ class Communicator {
   CollectiveResult broadcast(void* buffer, std::size_t bytes, int root);
   CollectiveResult barrier();
 
-  // Called on every member after each recovery, before the interrupted
-  // collective is re-executed. Returns an id for remove_membership_callback.
+  // Called on every member after each membership change, before the
+  // interrupted collective is re-executed; every member runs it in the same
+  // call (docs/recovery.md). Returns an id for remove_membership_callback.
   int on_membership_change(std::function<void(const MembershipChange&)> callback);
   void remove_membership_callback(int id);
+
+  // State that follows membership changes (docs/elastic.md): when spares
+  // are admitted, a survivor sends every registered entry to them before
+  // the call that admits them goes on. On a process admitted as a spare,
+  // registering a name restores it at once from what the survivors sent,
+  // so the same registration code, run after the Runtime starts, resumes a
+  // joiner at the survivors' step. A buffer must stay valid while
+  // registered; callbacks run inside the call that admits spares and must
+  // not call collectives. Throws Error(InvalidArgument) for an empty or
+  // repeated name, or a buffer of another size than the survivors'.
+  void register_state(const std::string& name, void* data, std::size_t bytes);
+  template <class T>
+  void register_state(const std::string& name, std::span<T> data) {
+    register_state(name, data.data(), data.size_bytes());
+  }
+  void register_state(const std::string& name, std::function<std::vector<std::byte>()> save,
+                      std::function<void(std::span<const std::byte>)> load);
+  bool unregister_state(const std::string& name);
+  // Whether this process was admitted as a spare (its registered state is
+  // restored from a survivor's), rather than started as a member.
+  bool joined() const;
 
   struct Impl;
 

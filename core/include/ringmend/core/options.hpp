@@ -19,6 +19,10 @@
 
 namespace ringmend {
 
+// What a recovery does with spares (Settings::spare_policy).
+enum class SparePolicy { Replace, Shrink };
+const char* name_of(SparePolicy policy);
+
 // The resolved settings, with the one set of defaults.
 struct Settings {
   // Collectives
@@ -31,6 +35,12 @@ struct Settings {
   double finalize_timeout_seconds = 10;   // RINGMEND_FINALIZE_TIMEOUT
   // MPI_Finalize itself, once every member has agreed that all is done.
   double mpi_finalize_timeout_seconds = 0.5;  // RINGMEND_MPI_FINALIZE_TIMEOUT
+  // Spares: the last `spares` processes of the job wait inside the Runtime's
+  // start until admitted (docs/elastic.md). With policy Replace, a recovery
+  // admits as many as members were lost, so the job keeps its size; with
+  // Shrink, spares join only when the application asks (grow).
+  std::size_t spares = 0;                           // RINGMEND_SPARES
+  SparePolicy spare_policy = SparePolicy::Replace;  // RINGMEND_SPARE_POLICY: replace | shrink
   // Shared memory inside a node
   bool shm = true;  // RINGMEND_SHM=0: UCX even inside a node
   // The shared-memory pipeline: each rank's buffers, cut per call into
@@ -62,6 +72,8 @@ struct Options {
   std::optional<std::size_t> chunk_bytes, small_bytes;
   std::optional<double> timeout_seconds, recovery_timeout_seconds, start_timeout_seconds,
       finalize_timeout_seconds, mpi_finalize_timeout_seconds;
+  std::optional<std::size_t> spares;
+  std::optional<SparePolicy> spare_policy;
   std::optional<bool> shm;
   std::optional<std::size_t> shm_buffer_bytes, shm_chunk_bytes, shm_depth, shm_p2p_slot_bytes, shm_p2p_slots;
   std::optional<bool> shm_tune;
@@ -80,5 +92,6 @@ std::size_t parse_size(const std::string& name, const std::string& value);  // 6
 double parse_seconds(const std::string& name, const std::string& value);
 bool parse_bool(const std::string& name, const std::string& value);
 LogLevel parse_log_level(const std::string& name, const std::string& value);
+SparePolicy parse_spare_policy(const std::string& name, const std::string& value);
 
 }  // namespace ringmend

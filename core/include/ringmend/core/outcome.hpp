@@ -33,6 +33,9 @@ inline constexpr const char* kRecoveries = "recoveries";             // membersh
 inline constexpr const char* kLost = "lost";                         // member ids, comma-separated, or -
 inline constexpr const char* kFinalizeTimeout = "finalize_timeout";  // 1: the shutdown watchdog fired
 inline constexpr const char* kShutdownFrom = "shutdown_from";  // when the shutdown began (s since the epoch)
+inline constexpr const char* kSpare = "spare";                 // 1: started as a spare
+inline constexpr const char* kAdmitted = "admitted";           // 1: a spare admitted as a member
+inline constexpr const char* kSpareUnused = "spare_unused";    // 1: a spare the job ended without needing
 
 // The exit status of a process whose start-up watchdog fired.
 inline constexpr int kStartTimeoutStatus = 70;

@@ -1,0 +1,164 @@
+#include "membership/spare_pool.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "ringmend/core/error.hpp"
+
+namespace ringmend::membership {
+namespace {
+
+// A round retries while processes keep dying; a real MPI error (not a
+// failure) would make it retry for ever, so it is bounded.
+constexpr int kMaxAttempts = 1000;
+
+// A spare's sleep between two polls of the pool: a round waits at most this
+// long for each spare, and a sleeping spare costs no CPU.
+constexpr auto kSparePoll = std::chrono::milliseconds(1);
+
+void give_up(const char* what, int rc) {
+  throw Error(Errc::Internal, std::string("spare pool: ") + what + " failed: " + ulfm::error_string(rc));
+}
+
+}  // namespace
+
+SparePool::SparePool(MPI_Comm world, int spares, ulfm::CommHandle& members) {
+  int world_size = 0;
+  MPI_Comm_size(world, &world_size);
+  const int job_size = world_size - spares;
+  for (int attempt = 0;; ++attempt) {
+    int rc = MPI_SUCCESS;
+    // The world itself is not revoked: it stays usable to the application.
+    ulfm::ShrinkOutcome live = pool_ ? ulfm::revoke_and_shrink(pool_.get(), rc) : ulfm::shrink(world, rc);
+    if (rc != MPI_SUCCESS) {
+      if (!ulfm::is_failure_error(rc) || attempt >= kMaxAttempts) give_up("shrinking the world", rc);
+      continue;
+    }
+    pool_ = std::move(live.comm);
+    int rank = 0, size = 0;
+    MPI_Comm_rank(pool_.get(), &rank);
+    MPI_Comm_size(pool_.get(), &size);
+    const bool member = rank < job_size;
+    MPI_Comm split = MPI_COMM_NULL;
+    rc = MPI_Comm_split(pool_.get(), member ? 0 : MPI_UNDEFINED, rank, &split);
+    ulfm::CommHandle mine(split);
+    // The split may fail on some processes only: agree, and go round again.
+    int ok = rc == MPI_SUCCESS ? 1 : 0;
+    if (ulfm::agree(pool_.get(), ok) != MPI_SUCCESS || !ok) {
+      if (attempt >= kMaxAttempts) give_up("splitting the members from the spares", rc);
+      continue;
+    }
+    spare_ = !member;
+    spares_left_ = std::max(0, size - job_size);
+    member_ranks_.clear();
+    for (int r = 0; r < std::min(size, job_size); ++r) member_ranks_.push_back(r);
+    if (mine) MPI_Comm_set_errhandler(mine.get(), MPI_ERRORS_RETURN);
+    members = std::move(mine);
+    return;
+  }
+}
+
+bool SparePool::wait_for_round() {
+  ulfm::FailureMonitor monitor(pool_.get());
+  for (;;) {
+    // Testing drives MPI's progress, which a revoke needs to reach (and be
+    // passed on by) this process.
+    const bool noticed = monitor.failure_noticed();
+    ulfm::progress(pool_.get());
+    if (ulfm::is_revoked(pool_.get())) return true;
+    if (noticed) {
+      // A process failed: another spare (removed at the next round), or a
+      // member (the members start a round when they need a spare). Only
+      // when every member is gone is there nobody to wait for.
+      const std::vector<int> failed = ulfm::known_failed(pool_.get());
+      const bool all_gone = std::all_of(member_ranks_.begin(), member_ranks_.end(), [&](int r) {
+        return std::binary_search(failed.begin(), failed.end(), r);
+      });
+      if (all_gone) return false;
+      ulfm::ack_failures(pool_.get());
+      monitor.rearm();
+    }
+    std::this_thread::sleep_for(kSparePoll);
+  }
+}
+
+RoundOutcome SparePool::round(const PoolEntry& mine) {
+  for (int attempt = 0;; ++attempt) {
+    int rc = MPI_SUCCESS;
+    ulfm::ShrinkOutcome live = ulfm::revoke_and_shrink(pool_.get(), rc);
+    if (rc != MPI_SUCCESS) {
+      if (!ulfm::is_failure_error(rc) || attempt >= kMaxAttempts) give_up("shrinking the pool", rc);
+      continue;
+    }
+    pool_ = std::move(live.comm);
+    int rank = 0, size = 0;
+    MPI_Comm_rank(pool_.get(), &rank);
+    MPI_Comm_size(pool_.get(), &size);
+    std::vector<PoolEntry> roster(static_cast<std::size_t>(size));
+    int ok = MPI_Allgather(&mine, sizeof mine, MPI_BYTE, roster.data(), sizeof mine, MPI_BYTE, pool_.get()) ==
+             MPI_SUCCESS;
+    if (ulfm::agree(pool_.get(), ok) != MPI_SUCCESS || !ok) {
+      if (attempt >= kMaxAttempts) give_up("the pool's roster", rc);
+      continue;
+    }
+
+    // The decision, from the roster alone.
+    RoundOutcome out;
+    std::vector<int> members, spares;  // pool ranks
+    for (int r = 0; r < size; ++r)
+      (roster[static_cast<std::size_t>(r)].id == kNoMember ? spares : members).push_back(r);
+    std::sort(members.begin(), members.end(), [&](int a, int b) {
+      return roster[static_cast<std::size_t>(a)].position < roster[static_cast<std::size_t>(b)].position;
+    });
+    int view_size = 0, target = 0;
+    for (int r : members) {
+      const PoolEntry& m = roster[static_cast<std::size_t>(r)];
+      out.ending = out.ending || m.ending;
+      view_size = std::max(view_size, m.view_size);
+      target = std::max(target, m.target_size);
+      out.present.push_back(m.id);
+    }
+    out.members = static_cast<int>(members.size());
+    out.no_members = members.empty();
+    if (out.ending || out.no_members) {
+      spares_left_ = static_cast<int>(spares.size());
+      return out;
+    }
+    out.joiners = std::clamp(target - out.members, 0, static_cast<int>(spares.size()));
+    out.spares_left = static_cast<int>(spares.size()) - out.joiners;
+    // Joiners take the positions no member holds, lowest first, then the end.
+    std::vector<int> holes;
+    for (int p = 0; p < view_size; ++p)
+      if (std::none_of(members.begin(), members.end(),
+                       [&](int r) { return roster[static_cast<std::size_t>(r)].position == p; }))
+        holes.push_back(p);
+    for (int j = static_cast<int>(holes.size()); j < out.joiners; ++j) holes.push_back(view_size + j);
+    int color = MPI_UNDEFINED, key = 0;
+    if (mine.id != kNoMember) {
+      color = 0, key = mine.position;
+    } else {
+      const auto me = std::find(spares.begin(), spares.end(), rank) - spares.begin();
+      if (me < out.joiners) color = 0, key = holes[static_cast<std::size_t>(me)], out.joined = true;
+    }
+    MPI_Comm split = MPI_COMM_NULL;
+    rc = MPI_Comm_split(pool_.get(), color, key, &split);
+    ulfm::CommHandle grown(split);
+    ok = rc == MPI_SUCCESS ? 1 : 0;
+    if (ulfm::agree(pool_.get(), ok) != MPI_SUCCESS || !ok) {
+      if (attempt >= kMaxAttempts) give_up("splitting the members and joiners off the pool", rc);
+      continue;
+    }
+    if (grown) MPI_Comm_set_errhandler(grown.get(), MPI_ERRORS_RETURN);
+    out.grown = std::move(grown);
+    member_ranks_ = members;
+    member_ranks_.insert(member_ranks_.end(), spares.begin(), spares.begin() + out.joiners);
+    std::sort(member_ranks_.begin(), member_ranks_.end());
+    spares_left_ = out.spares_left;
+    joined_last_ = out.joined;
+    if (out.joined) spare_ = false;
+    return out;
+  }
+}
+
+}  // namespace ringmend::membership

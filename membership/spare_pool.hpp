@@ -1,0 +1,94 @@
+// Spare processes, and the pool in which they wait to be admitted.
+//
+// The pool is a communicator of every live process of the job: the members
+// and the spares not yet admitted. A spare waits on it without spinning (a
+// failure monitor polled between short sleeps). Every change that involves
+// the spares is one *round* of the pool, taken by every live process of it:
+//
+//   1. whoever starts the round revokes the pool, which wakes every spare;
+//   2. every live process shrinks the pool (the dead, spares too, drop out);
+//   3. every process says what it is and what it asks for (PoolEntry, one
+//      allgather), and the roster is agreed on, or all go round again;
+//   4. every process decides alike, from the roster alone: which spares
+//      join and at which positions, or that the job is over;
+//   5. the members and the joiners split off their communicator, from which
+//      the epoch builder makes the Grow epoch.
+//
+// Members start a round at a collective-call boundary that every member
+// reaches in the same call (docs/elastic.md). A spare never starts one.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "membership/member.hpp"
+#include "ulfm/ulfm.hpp"
+
+namespace ringmend::membership {
+
+// What each process of the pool says in a round. A member gives its id, its
+// position (its rank in the membership its application sees) and, like
+// every other member, the size the job should have; a spare gives none.
+struct PoolEntry {
+  MemberId id = kNoMember;       // kNoMember: a spare
+  std::int32_t position = -1;    // a member's rank in the application's membership
+  std::int32_t view_size = 0;    // the size of that membership
+  std::int32_t target_size = 0;  // members wanted after the round (members agree)
+  std::int32_t ending = 0;       // the members are done: spares leave
+};
+
+// What a round decided, the same on every process.
+struct RoundOutcome {
+  bool ending = false;      // the job is over: a spare leaves
+  bool no_members = false;  // no member is left: a spare leaves, with an error
+  int members = 0;          // members present
+  int joiners = 0;          // spares admitted in this round
+  int spares_left = 0;      // spares still waiting after it
+  bool joined = false;      // this process is a spare admitted now
+  // Members and joiners, ordered by position (joiners take the positions of
+  // the lost members, lowest first, then the end); null on a spare that
+  // stays in the pool, and when nothing changed.
+  ulfm::CommHandle grown;
+  std::vector<MemberId> present;  // ids of the members present, in position order
+};
+
+class SparePool {
+ public:
+  // Every live process of `world` (MPI_COMM_WORLD) enters the pool; the last
+  // `spares` ranks of the world are spares. The first live processes up to
+  // the job's size (world size - spares) are the members: a spare fills in
+  // at once for a member that died while MPI started. `members` is their
+  // communicator (null on a spare). Throws Error when MPI fails otherwise
+  // than by a process failure.
+  SparePool(MPI_Comm world, int spares, ulfm::CommHandle& members);
+
+  bool is_spare() const { return spare_; }
+  int spares_left() const { return spares_left_; }
+
+  // A spare's wait for the next round: sleeps between polls of the pool.
+  // Returns true when a round has begun; false when every member is gone
+  // (failures of all the members the last round named), which ends the job.
+  bool wait_for_round();
+
+  // One round (see the top of this file), retried until the roster is
+  // agreed by every live process; `mine` as above. A joiner and the
+  // members then build the Grow epoch on `grown`.
+  RoundOutcome round(const PoolEntry& mine);
+
+  // After a round whose Grow epoch failed: the joiners become spares again
+  // (the members start another round).
+  void back_to_waiting() { spare_ = spare_ || joined_last_; }
+  // A spare admitted in the last round whose epoch was agreed.
+  void admitted() { spare_ = false; }
+
+ private:
+  ulfm::CommHandle pool_;
+  bool spare_ = false;
+  bool joined_last_ = false;
+  int spares_left_ = 0;
+  std::vector<int> member_ranks_;  // pool ranks of the members, as of the last round
+};
+
+}  // namespace ringmend::membership

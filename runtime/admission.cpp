@@ -1,0 +1,175 @@
+// Spares admitted into the membership, and the state they receive.
+//
+// Members admit spares at a collective-call boundary that every member
+// reaches in the same call (settle(), see communicator.cpp): one round of
+// the spare pool (membership/spare_pool.hpp) decides who joins and where,
+// the epoch builder makes the Grow epoch, one survivor sends the registered
+// state to the joiners over that epoch's channels, and an agreement makes
+// it current on every member, or on none (then the members go round again
+// and the joiners wait as spares again). docs/elastic.md tells the story.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "ringmend/core/log.hpp"
+#include "runtime/communicator_impl.hpp"
+
+namespace ringmend {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The call number the state transfer's wire headers carry: no collective
+// has it (calls count from 1), and a joiner does not know the call yet.
+constexpr std::uint64_t kStateTransferSeq = 0;
+
+std::vector<int> missing_from(const std::vector<int>& these, const std::vector<int>& those) {
+  std::vector<int> out;
+  for (int id : these)
+    if (std::find(those.begin(), those.end(), id) == those.end()) out.push_back(id);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+void Communicator::Impl::admit_spares(std::uint64_t joiner_next_seq) {
+  const auto start = Clock::now();
+  for (;;) {
+    if (seconds_since(start) > settings_.recovery_timeout_seconds)
+      throw Error(Errc::Internal, "admitting spares did not complete within " +
+                                      std::to_string(settings_.recovery_timeout_seconds) +
+                                      " s (RINGMEND_RECOVERY_TIMEOUT)");
+    // Positions are ranks in the membership the application sees: a joiner
+    // takes a lost member's.
+    const auto& seen = view_.members;
+    const auto at = std::find(seen.begin(), seen.end(), epoch_->my_id());
+    membership::PoolEntry entry;
+    entry.id = epoch_->my_id();
+    entry.position = at != seen.end() ? static_cast<int>(at - seen.begin()) : view_.size + epoch_->rank;
+    entry.view_size = view_.size;
+    entry.target_size = target_size_;
+    membership::RoundOutcome round = pool_->round(entry);
+    if (round.joiners == 0 && round.present == epoch_->members) return;  // no spare left, nobody lost since
+    auto next = builder_.build(epoch_.get(), membership::Grow{round.joiners, std::move(round.grown)},
+                               my_state(joiner_next_seq));
+    if (next->ready && install_grown(std::move(next), joiner_next_seq)) break;
+    log("a failure interrupted the admission of spares; another round");
+  }
+  // One change for the application: from the membership it saw to this one.
+  MembershipChange change = pending_.value_or(MembershipChange{});
+  if (!pending_) change.old_epoch = view_.number, change.old_size = view_.size;
+  change.new_epoch = epoch_->number;
+  change.new_size = epoch_->size;
+  change.new_rank = epoch_->rank;
+  change.lost = missing_from(view_.members, epoch_->members);
+  change.joined = missing_from(epoch_->members, view_.members);
+  change.admit_seconds = seconds_since(start);
+  pending_ = change;
+  set_log_place(epoch_->my_id(), epoch_->number);
+  std::string ids;
+  for (int id : change.joined) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+  ringmend::log(epoch_->rank == 0 ? LogLevel::Info : LogLevel::Debug,
+                "admitted spare" + std::string(change.joined.size() == 1 ? " " : "s ") + ids + ": " +
+                    std::to_string(change.new_size) + " ranks, epoch " + std::to_string(epoch_->number) +
+                    ", in " + std::to_string(change.admit_seconds * 1e3) +
+                    " ms, state sent before collective #" + std::to_string(joiner_next_seq) + "; " +
+                    std::to_string(pool_->spares_left()) +
+                    " spare(s) left; rebuild steps: " + builder_.laps());
+}
+
+void Communicator::Impl::serve_as_spare() {
+  ringmend::log(LogLevel::Debug, "spare: waiting to be admitted");
+  for (;;) {
+    if (!pool_->wait_for_round()) throw SpareDismissed{1, "every member of the job is gone"};
+    membership::RoundOutcome round = pool_->round(membership::PoolEntry{});
+    if (round.ending) throw SpareDismissed{0, "the job finished without needing this spare"};
+    if (round.no_members) throw SpareDismissed{1, "every member of the job is gone"};
+    if (!round.joined) continue;
+    auto next = builder_.build(nullptr, membership::Grow{round.joiners, std::move(round.grown)},
+                               membership::MemberInfo{});
+    if (next->ready && install_grown(std::move(next), 0)) break;
+    pool_->back_to_waiting();
+  }
+  pool_->admitted();
+  joined = true;
+  update_view();
+  set_log_place(epoch_->my_id(), epoch_->number);
+  ringmend::log(LogLevel::Debug, "spare admitted as member " + std::to_string(epoch_->my_id()) + ", rank " +
+                                     std::to_string(epoch_->rank) + " of " + std::to_string(epoch_->size) +
+                                     "; its first collective is #" + std::to_string(seq + 1));
+}
+
+bool Communicator::Impl::install_grown(std::unique_ptr<membership::Epoch> next,
+                                       std::uint64_t joiner_next_seq) {
+  std::unique_ptr<membership::Epoch> previous = std::exchange(epoch_, std::move(next));
+  bool ok = true;
+  try {
+    transfer_state(joiner_next_seq);
+  } catch (const transport::Interrupted&) {
+    ok = false;
+  } catch (const transport::Mismatch&) {
+    ok = false;
+  }
+  if (!ok) ulfm::revoke(epoch_->ctrl.get());
+  int flag = ok ? 1 : 0;
+  if (ulfm::agree(epoch_->ctrl.get(), flag) == MPI_SUCCESS && flag) {
+    // Every member is in the new epoch: the old one's channels can close.
+    if (previous) previous->retire();
+    retired_.clear();
+    return true;
+  }
+  epoch_->retire();
+  retired_.push_back(std::exchange(epoch_, std::move(previous)));
+  return false;
+}
+
+void Communicator::Impl::transfer_state(std::uint64_t joiner_next_seq) {
+  const membership::Epoch& e = *epoch_;
+  int root = -1;
+  for (int r = 0; r < e.size && root < 0; ++r)
+    if (!e.infos[static_cast<std::size_t>(r)].joining) root = r;
+  if (root < 0) throw Error(Errc::Internal, "state transfer: no survivor in the new epoch");
+  const bool joining = e.infos[static_cast<std::size_t>(e.rank)].joining;
+  // First the description (the joiners' next call, names and sizes), then
+  // each entry; the root sends from the application's buffers.
+  std::vector<StateRegistry::Part> parts;
+  std::vector<std::byte> description;
+  if (e.rank == root) {
+    parts = state.parts();
+    description = StateRegistry::describe(parts, joiner_next_seq);
+  }
+  std::uint64_t length = description.size();
+  broadcast_bytes(&length, sizeof length, root, kStateTransferSeq);
+  description.resize(length);
+  broadcast_bytes(description.data(), length, root, kStateTransferSeq);
+  const StateRegistry::Description d = StateRegistry::parse(description);
+  for (std::size_t i = 0; i < d.entries.size(); ++i) {
+    const auto& [name, bytes] = d.entries[i];
+    if (e.rank == root) {
+      if (bytes > 0) broadcast_bytes(parts[i].data, bytes, root, kStateTransferSeq);
+      continue;
+    }
+    // A survivor relays what a joiner keeps (the chain broadcast passes
+    // through every member).
+    std::vector<std::byte> received(bytes);
+    if (bytes > 0) broadcast_bytes(received.data(), bytes, root, kStateTransferSeq);
+    if (joining) state.stage(name, std::move(received));
+  }
+  if (joining) seq = current_seq_ = d.next_seq - 1;
+}
+
+void Communicator::Impl::dismiss_spares() {
+  if (!pool_ || !epoch_) return;
+  membership::PoolEntry entry;
+  entry.id = epoch_->my_id();
+  entry.position = epoch_->rank;
+  entry.view_size = epoch_->size;
+  entry.target_size = target_size_;
+  entry.ending = 1;
+  pool_->round(entry);
+}
+
+}  // namespace ringmend
