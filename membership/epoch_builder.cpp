@@ -98,7 +98,8 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   MPI_Comm_rank(comm, &e->rank);
   MPI_Comm_size(comm, &e->size);
 
-  bool ok = exchange(*e, from, mine, start, std::holds_alternative<Grow>(transition), lost);
+  const auto* grow = std::get_if<Grow>(&transition);
+  bool ok = exchange(*e, from, mine, start, grow != nullptr, grow && grow->spare, lost);
   step_done(BuildStep::Exchange, *e);
   std::string shm_error;
   bool want_shm = false;
@@ -183,14 +184,14 @@ bool node_key_from_ranks(Epoch& e, MemberInfo& mine) {
 }  // namespace
 
 bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining,
-                            const std::vector<MemberId>* lost) {
+                            bool spare, const std::vector<MemberId>* lost) {
   MPI_Comm comm = e.ctrl.get();
   int world_rank = 0, world_size = 0;
   MPI_Comm_rank(parent_, &world_rank);
   MPI_Comm_size(parent_, &world_size);
   // Without a previous epoch, a process is a first member (its Start, or the
   // shrink after a Start that failed) unless it joins.
-  mine.id = from ? from->my_id() : joining ? kNoMember : world_rank;
+  mine.id = from ? from->my_id() : joining && !spare ? kNoMember : world_rank;
   mine.next_id = from ? from->next_id : joining ? 0 : world_size;
   mine.joining = !from && joining;
   mine.epoch = from ? from->number : 0;

@@ -57,10 +57,13 @@ struct Shrink {
 };
 // The members of `from` and `joiners` new processes, on one communicator
 // `grown` (made by whatever admitted them: spares, a spawn, a connect). The
-// joiners call build() with no previous epoch; they get new ids.
+// joiners call build() with no previous epoch. A pre-launched spare keeps
+// its world rank as member id (no member has it: the job's processes are
+// numbered alike); any other joiner gets a new id.
 struct Grow {
   int joiners = 0;
   ulfm::CommHandle grown;
+  bool spare = false;  // set by a joiner that is one of the world's spares
 };
 using Transition = std::variant<Start, Shrink, Grow>;
 
@@ -91,7 +94,8 @@ class EpochBuilder {
   const std::string& laps() const { return laps_; }
 
  private:
-  bool exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining,
+  // `joining`: a Grow's joiner; `spare`: one of the world's spares.
+  bool exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining, bool spare,
                 const std::vector<MemberId>* lost);
   void plan(Epoch& e, bool allow_shm);
   // `shrunk_from`: the epoch a Shrink comes from (its node rings are

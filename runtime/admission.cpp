@@ -9,6 +9,7 @@
 // and the joiners wait as spares again). docs/elastic.md tells the story.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "ringmend/core/log.hpp"
@@ -71,13 +72,15 @@ void Communicator::Impl::admit_spares(std::uint64_t joiner_next_seq) {
   set_log_place(epoch_->my_id(), epoch_->number);
   std::string ids;
   for (int id : change.joined) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f ms", change.admit_seconds * 1e3);
+  const int left = pool_->spares_left();
   ringmend::log(epoch_->rank == 0 ? LogLevel::Info : LogLevel::Debug,
-                "admitted spare" + std::string(change.joined.size() == 1 ? " " : "s ") + ids + ": " +
-                    std::to_string(change.new_size) + " ranks, epoch " + std::to_string(epoch_->number) +
-                    ", in " + std::to_string(change.admit_seconds * 1e3) +
-                    " ms, state sent before collective #" + std::to_string(joiner_next_seq) + "; " +
-                    std::to_string(pool_->spares_left()) +
-                    " spare(s) left; rebuild steps: " + builder_.laps());
+                "admitted spare" + std::string(change.joined.size() == 1 ? " " : "s ") + ids + " in " + took +
+                    " (state sent before collective #" + std::to_string(joiner_next_seq) +
+                    "): " + std::to_string(change.new_size) + " ranks, epoch " +
+                    std::to_string(epoch_->number) + ", " + std::to_string(left) +
+                    (left == 1 ? " spare" : " spares") + " left; rebuild steps: " + builder_.laps());
 }
 
 void Communicator::Impl::serve_as_spare() {
@@ -88,7 +91,7 @@ void Communicator::Impl::serve_as_spare() {
     if (round.ending) throw SpareDismissed{0, "the job finished without needing this spare"};
     if (round.no_members) throw SpareDismissed{1, "every member of the job is gone"};
     if (!round.joined) continue;
-    auto next = builder_.build(nullptr, membership::Grow{round.joiners, std::move(round.grown)},
+    auto next = builder_.build(nullptr, membership::Grow{round.joiners, std::move(round.grown), true},
                                membership::MemberInfo{});
     if (next->ready && install_grown(std::move(next), 0)) break;
     pool_->back_to_waiting();

@@ -75,6 +75,9 @@ bool RankRecord::runtime_started() const {
   return word(*this, outcome::kStarted) == "1" || runtime_finished();
 }
 bool RankRecord::start_timed_out() const { return word(*this, outcome::kStartTimeout) == "1"; }
+bool RankRecord::unadmitted_spare() const {
+  return word(*this, outcome::kSpare) == "1" && word(*this, outcome::kAdmitted) != "1";
+}
 
 bool crash_signal(int sig) {
   return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT ||
@@ -165,6 +168,7 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
   int finished = 0, lost = 0, survivor_status = 0, lost_status = 0, killed_starting = 0, start_timeouts = 0;
   bool any_started = false;
   long epoch = -1, size = -1, recoveries = 0;
+  int spares = 0, spares_admitted = 0, spares_unused = 0;
   std::vector<std::string> losses;
   std::vector<bool> seen(static_cast<std::size_t>(std::max(o.ranks_started, 0)), false);
   for (const RankRecord& r : records) {
@@ -180,6 +184,18 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
     // A crash is a bug, which another start would meet again: not counted.
     if (r.how == RankRecord::End::Signaled && !r.runtime_started() && !crash_signal(r.code))
       ++killed_starting;
+    if (word(r, outcome::kSpare) == "1") ++spares;
+    if (word(r, outcome::kAdmitted) == "1") ++spares_admitted;
+    if (r.unadmitted_spare()) {
+      // Not a member: neither a rank that finished nor one the job lost.
+      if (word(r, outcome::kSpareUnused) == "1" && r.how == RankRecord::End::Exited && r.code == 0) {
+        ++spares_unused;
+      } else {
+        losses.push_back("spare " + std::to_string(r.member) + " on " + r.host + ": " + how_it_ended(r) +
+                         " before it was needed, " + seconds(after) + " after the start");
+      }
+      continue;
+    }
     if (r.finalize_timed_out())
       v.lines.push_back(where + ": MPI_Finalize did not return in time; the shutdown watchdog ended it " +
                         "(RINGMEND_MPI_FINALIZE_TIMEOUT, RINGMEND_FINALIZE_TIMEOUT)");
@@ -216,8 +232,13 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
                               "its launcher killed)"));
     }
 
-  std::string head = started + " ranks started, " + std::to_string(finished) + " finished normally, " +
-                     std::to_string(lost) + " lost";
+  std::string head = started + " ranks started" +
+                     (spares > 0 ? " (" + std::to_string(spares) + (spares == 1 ? " spare: " : " spares: ") +
+                                       std::to_string(spares_admitted) + " admitted, " +
+                                       std::to_string(spares_unused) + " not needed)"
+                                 : std::string()) +
+                     ", " + std::to_string(finished) + " finished normally, " + std::to_string(lost) +
+                     " lost";
   if (epoch >= 0)
     head += "; " + std::to_string(recoveries) + (recoveries == 1 ? " recovery" : " recoveries") +
             ", final size " + std::to_string(size) + " (epoch " + std::to_string(epoch) + ")";

@@ -36,6 +36,8 @@ struct RankRecord {
   bool finalize_timed_out() const;
   bool runtime_started() const;  // the Runtime completed its start-up
   bool start_timed_out() const;
+  // A spare that was never admitted (it waited, then left or died).
+  bool unadmitted_spare() const;
 };
 
 // The launcher's exit status when no rank could start because ranks died

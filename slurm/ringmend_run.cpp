@@ -43,6 +43,7 @@ struct Options {
   std::vector<std::string> extra;  // pass-through mpirun arguments
   std::string mpirun;              // --mpirun
   bool fail_on_loss = false;
+  int spares = 0;                    // --spares: processes beyond -n that wait to replace lost ones
   std::vector<std::string> exclude;  // nodes to leave out (--exclude, --exclude-file)
   std::string exclude_file;          // read at start; a lost node is added to it
   bool mpirun_args = false;          // --mpirun-args: `program` is mpirun's own command line
@@ -88,6 +89,10 @@ void usage(FILE* out) {
       "      --oversubscribe     allow more ranks than slots (each rank gets less than a CPU)\n"
       "Fault tolerance\n"
       "      --no-ft             launch without it: a rank failure then ends the job\n"
+      "      --spares S          start S more processes that wait, without using a CPU,\n"
+      "                          to take the place of ranks that die (RINGMEND_SPARES;\n"
+      "                          docs/elastic.md); they are the last S processes, and\n"
+      "                          without -n they come out of the task slots\n"
       "Network pre-check\n"
       "      --network-check     before the program starts, one rank per node measures\n"
       "                          latency and bandwidth between every pair of nodes and\n"
@@ -182,6 +187,7 @@ enum LongOnly {
   kMpirunArg,
   kMpirun,
   kFailOnLoss,
+  kSpares,
   kExclude,
   kExcludeFile,
   kMpirunArgs,
@@ -208,6 +214,7 @@ Options parse(int argc, char** argv) {
       {"mpirun-arg", required_argument, nullptr, kMpirunArg},
       {"mpirun", required_argument, nullptr, kMpirun},
       {"fail-on-loss", no_argument, nullptr, kFailOnLoss},
+      {"spares", required_argument, nullptr, kSpares},
       {"exclude", required_argument, nullptr, kExclude},
       {"exclude-file", required_argument, nullptr, kExcludeFile},
       {"mpirun-args", no_argument, nullptr, kMpirunArgs},
@@ -279,6 +286,9 @@ Options parse(int argc, char** argv) {
       case kFailOnLoss:
         o.fail_on_loss = true;
         break;
+      case kSpares:
+        o.spares = std::string(optarg) == "0" ? 0 : to_count("--spares", optarg);
+        break;
       case kExclude:
         try {
           for (auto& n : expand_hostlist(optarg)) o.exclude.push_back(std::move(n));
@@ -317,11 +327,17 @@ Options parse(int argc, char** argv) {
     if (o.program.empty()) throw Fatal{"--mpirun-args: no mpirun arguments follow (at least the program)"};
     const PlacementRequest& p = o.placement;
     if (p.ranks || p.nodes || p.ranks_per_node || p.oversubscribe || o.network_check || !o.exclude.empty() ||
-        !o.exclude_file.empty() || !o.extra.empty())
+        !o.exclude_file.empty() || !o.extra.empty() || o.spares)
       throw Fatal{
-          "with --mpirun-args, placement, the network check, --exclude and mpirun options are written in "
-          "mpirun's own arguments after it, not as ringmend-run options"};
+          "with --mpirun-args, placement, spares, the network check, --exclude and mpirun options are "
+          "written "
+          "in mpirun's own arguments after it, not as ringmend-run options (spares: -x RINGMEND_SPARES=S)"};
     return o;
+  }
+  if (o.spares > 0) {
+    if (!o.fault_tolerance) throw Fatal{"--spares needs fault tolerance: leave out --no-ft"};
+    if (o.placement.ranks > 0) o.placement.ranks += o.spares;
+    o.extra.insert(o.extra.end(), {"-x", "RINGMEND_SPARES=" + std::to_string(o.spares)});
   }
   if (o.program.empty() && !o.network_check_only)
     throw Fatal{
