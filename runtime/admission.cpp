@@ -38,7 +38,7 @@ std::vector<int> missing_from(const std::vector<int>& these, const std::vector<i
 
 void Communicator::Impl::admit_spares(std::uint64_t joiner_next_seq) {
   const auto start = Clock::now();
-  for (;;) {
+  for (int attempt = 0;; ++attempt) {
     if (seconds_since(start) > settings_.recovery_timeout_seconds)
       throw Error(Errc::Internal, "admitting spares did not complete within " +
                                       std::to_string(settings_.recovery_timeout_seconds) +
@@ -54,6 +54,7 @@ void Communicator::Impl::admit_spares(std::uint64_t joiner_next_seq) {
     entry.target_size = target_size_;
     membership::RoundOutcome round = pool_->round(entry);
     if (round.joiners == 0 && round.present == epoch_->members) return;  // no spare left, nobody lost since
+    if (faults_.armed()) faults_.at(FaultPhase::Admit, current_seq_, attempt, epoch_->number);
     auto next = builder_.build(epoch_.get(), membership::Grow{round.joiners, std::move(round.grown)},
                                my_state(joiner_next_seq));
     if (next->ready && install_grown(std::move(next), joiner_next_seq)) break;
@@ -85,7 +86,8 @@ void Communicator::Impl::admit_spares(std::uint64_t joiner_next_seq) {
 
 void Communicator::Impl::serve_as_spare() {
   ringmend::log(LogLevel::Debug, "spare: waiting to be admitted");
-  for (;;) {
+  for (int rounds = 0;; ++rounds) {
+    if (faults_.armed()) faults_.at(FaultPhase::Spare, 0, rounds, 0);
     if (!pool_->wait_for_round()) throw SpareDismissed{1, "every member of the job is gone"};
     membership::RoundOutcome round = pool_->round(membership::PoolEntry{});
     if (round.ending) throw SpareDismissed{0, "the job finished without needing this spare"};

@@ -47,8 +47,12 @@ FaultPhase to_phase(const std::string& rule, const std::string& v) {
   if (v == "rebuild") return FaultPhase::Rebuild;
   if (v == "wireup") return FaultPhase::Wireup;
   if (v == "attach") return FaultPhase::Attach;
-  bad(rule, "unknown phase '" + v +
-                "' (start, reduce_scatter, allgather, broadcast, end, recovery, rebuild, wireup, attach)");
+  if (v == "admit") return FaultPhase::Admit;
+  if (v == "spare") return FaultPhase::Spare;
+  bad(rule,
+      "unknown phase '" + v +
+          "' (start, reduce_scatter, allgather, broadcast, end, recovery, rebuild, wireup, attach, admit, "
+          "spare)");
 }
 
 int to_signal(const std::string& rule, const std::string& v) {

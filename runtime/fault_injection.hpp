@@ -13,6 +13,10 @@
 //          attach     (while connecting a membership, at start-up or in recovery:
 //                      after this node's shared memory is opened, before the
 //                      membership is agreed)
+//          admit      (a member admitting spares, after the pool's roster is
+//                      agreed, before the new epoch is built; step = the attempt)
+//          spare      (a spare, each time it starts waiting to be admitted;
+//                      step = the pool rounds it has taken part in)
 //   step   ring step within the phase (default 0 = on entering the phase)
 //   epoch  only in this membership epoch (default: any)
 //   signal how it dies: KILL (default), SEGV, ABRT, BUS or TERM (the first
@@ -32,7 +36,19 @@
 
 namespace ringmend {
 
-enum class FaultPhase { Start, ReduceScatter, Allgather, Broadcast, End, Recovery, Rebuild, Wireup, Attach };
+enum class FaultPhase {
+  Start,
+  ReduceScatter,
+  Allgather,
+  Broadcast,
+  End,
+  Recovery,
+  Rebuild,
+  Wireup,
+  Attach,
+  Admit,
+  Spare
+};
 
 struct FaultRule {
   int rank = -1;
