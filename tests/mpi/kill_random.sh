@@ -2,20 +2,25 @@
 # SIGKILLs a random rank of a running job from outside, at a random moment,
 # ROUNDS times, and checks that the survivors finish with verified results.
 #
-#   kill_random.sh FT_MPIRUN PROGRAM NP ROUNDS
-# RANDOM_SEED fixes the choices (printed, to reproduce a failure).
+#   kill_random.sh FT_MPIRUN PROGRAM NP ROUNDS [SPARES]
+# RANDOM_SEED fixes the choices (printed, to reproduce a failure). With
+# SPARES, the last SPARES of the NP processes are spares: the victim is a
+# member, a spare takes its place, and the job ends with NP - SPARES ranks.
 set -u
-ft_mpirun=$1 program=$2 np=$3 rounds=$4
+ft_mpirun=$1 program=$2 np=$3 rounds=$4 spares=${5:-0}
+members=$((np - spares))
+expect=$((spares > 0 ? members : np - 1))
 seed=${RANDOM_SEED:-$(date +%s)}
 RANDOM=$seed
 echo "kill_random: seed $seed"
 fail=0
 for ((round = 1; round <= rounds; round++)); do
   dir=$(mktemp -d)
-  victim=$((RANDOM % np))
+  victim=$((RANDOM % members))
   delay_ms=$((200 + RANDOM % 1200))
-  "$ft_mpirun" --oversubscribe -np "$np" "$program" --iters=150 --count=50021 --mode=mixed \
-    --sleep-ms=15 --allow-root-lost=yes --pid-dir="$dir" --expect-size=$((np - 1)) >"$dir/out" 2>&1 &
+  RINGMEND_SPARES=$spares "$ft_mpirun" --oversubscribe -np "$np" -x RINGMEND_SPARES "$program" --iters=150 \
+    --count=50021 --mode=mixed --sleep-ms=15 --allow-root-lost=yes --pid-dir="$dir" --expect-size=$expect \
+    >"$dir/out" 2>&1 &
   job=$!
   for _ in $(seq 200); do [ -f "$dir/rank$victim.pid" ] && break; sleep 0.05; done
   sleep "$(printf '0.%03d' "$delay_ms")" 2>/dev/null || sleep 1
@@ -28,9 +33,9 @@ for ((round = 1; round <= rounds; round++)); do
   wait $job
   rc=$?
   verified=$(grep -c "TEST PASSED" "$dir/out")
-  grep -E "membership change|TEST|wrong|error" "$dir/out" | sed 's/^/    /'
-  if [ $rc -ne 0 ] || [ "$verified" -ne $((np - 1)) ]; then
-    echo "round $round: FAILED (mpirun exit $rc, $verified of $((np - 1)) survivors verified)"
+  grep -E "membership change|admitted|TEST|wrong|error" "$dir/out" | sed 's/^/    /'
+  if [ $rc -ne 0 ] || [ "$verified" -ne "$expect" ]; then
+    echo "round $round: FAILED (mpirun exit $rc, $verified of $expect members verified)"
     tail -20 "$dir/out"
     fail=1
   fi

@@ -48,6 +48,28 @@ TEST(Config, EnvironmentIsValidated) {
   ::unsetenv("RINGMEND_TIMEOUT");
 }
 
+TEST(Config, Spares) {
+  EXPECT_EQ(Options{}.resolve().spares, 0u);
+  EXPECT_EQ(Options{}.resolve().spare_policy, SparePolicy::Replace);
+  ::setenv("RINGMEND_SPARES", "2", 1);
+  ::setenv("RINGMEND_SPARE_POLICY", "shrink", 1);
+  Settings c = Options{}.resolve();
+  EXPECT_EQ(c.spares, 2u);
+  EXPECT_EQ(c.spare_policy, SparePolicy::Shrink);
+  ::setenv("RINGMEND_SPARE_POLICY", "grow", 1);
+  try {
+    Options{}.resolve();
+    ADD_FAILURE() << "RINGMEND_SPARE_POLICY=grow accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::BadEnvironment);
+    EXPECT_NE(std::string(e.what()).find("replace or shrink"), std::string::npos) << e.what();
+  }
+  ::setenv("RINGMEND_SPARES", "two", 1);
+  ::unsetenv("RINGMEND_SPARE_POLICY");
+  EXPECT_THROW(Options{}.resolve(), Error);
+  ::unsetenv("RINGMEND_SPARES");
+}
+
 TEST(Config, SharedMemorySettings) {
   ::setenv("RINGMEND_SHM", "0", 1);
   ::setenv("RINGMEND_SHM_CHUNK_BYTES", "1M", 1);

@@ -87,6 +87,27 @@ TEST(Judge, RecoveredLossesAreASuccessUnlessFailOnLoss) {
   EXPECT_EQ(judge(records, strict).exit_status, 3);
 }
 
+TEST(Judge, SparesAreCountedApartFromTheRanks) {
+  // Members 0-2 and spares 3-4: member 1 died, spare 3 replaced it, spare 4
+  // was not needed; one more spare (5) died while waiting.
+  std::vector<RankRecord> records{
+      finished(0, 2, 3, 1),
+      rank(1, RankRecord::End::Signaled, SIGKILL),
+      finished(2, 2, 3, 1),
+      rank(3, RankRecord::End::Exited, 0,
+           "started=1 spare=1 admitted=1 finished=1 epoch=2 size=3 recoveries=0 lost=-"),
+      rank(4, RankRecord::End::Exited, 0, "spare=1 spare_unused=1"),
+      rank(5, RankRecord::End::Signaled, SIGKILL, "spare=1")};
+  const Verdict v = judge(records, started(6));
+  EXPECT_EQ(v.exit_status, 0);
+  const std::string text = all(v);
+  EXPECT_NE(text.find("6 ranks started (3 spares: 1 admitted, 1 not needed), 3 finished normally, 1 lost"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("spare 5 on node2: killed by SIGKILL before it was needed"), std::string::npos) << text;
+  EXPECT_EQ(text.find("member 4"), std::string::npos) << text;
+}
+
 TEST(Judge, NoRankFinishedIsAFailure) {
   const Verdict v = judge({rank(0, RankRecord::End::Signaled, SIGSEGV, "started=1"),
                            rank(1, RankRecord::End::Signaled, SIGSEGV, "started=1")},
