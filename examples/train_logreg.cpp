@@ -4,11 +4,15 @@
 // own shard, computes the gradient of its shard each step, and ringmend
 // allreduces the gradients. When a rank dies mid-run, ringmend shrinks the
 // job and the step is completed by the survivors; training continues on
-// their shards. At the end the current rank 0 replays the whole training
-// serially, with the contributors each step actually had, and checks that
-// the distributed model matches it.
+// their shards. With spares (ringmend-run --spares S), a spare takes the
+// dead rank's place and its shard instead, and receives the model, the step
+// and the training's history (registered state) before it joins the step:
+// the job keeps its size. At the end the current rank 0 replays the whole
+// training serially, with the shards that contributed to each step, and
+// checks that the distributed model matches it.
 //
 //   mpirun ... train_logreg [--steps=N] [--samples=N] [--features=N]
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -87,6 +91,28 @@ void apply(std::vector<float>& w, const std::vector<float>& sum, float lr) {
   for (std::size_t j = 0; j < d; ++j) w[j] -= lr * sum[j] / sum[d + 1];
 }
 
+// The history (member ids that contributed to each step) and the shard of
+// each member, as bytes: registered state that a spare receives.
+std::vector<std::byte> to_bytes(const std::vector<std::vector<int>>& lists) {
+  std::vector<int> flat;
+  for (const auto& l : lists) {
+    flat.push_back(static_cast<int>(l.size()));
+    flat.insert(flat.end(), l.begin(), l.end());
+  }
+  const auto* b = reinterpret_cast<const std::byte*>(flat.data());
+  return {b, b + flat.size() * sizeof(int)};
+}
+
+std::vector<std::vector<int>> from_bytes(std::span<const std::byte> bytes) {
+  std::vector<int> flat(bytes.size() / sizeof(int));
+  std::memcpy(flat.data(), bytes.data(), flat.size() * sizeof(int));
+  std::vector<std::vector<int>> lists;
+  for (std::size_t i = 0; i < flat.size(); i += static_cast<std::size_t>(flat[i]) + 1)
+    lists.emplace_back(flat.begin() + static_cast<long>(i) + 1,
+                       flat.begin() + static_cast<long>(i) + 1 + flat[i]);
+  return lists;
+}
+
 double realtime_now() {
   timespec t{};
   clock_gettime(CLOCK_REALTIME, &t);
@@ -109,34 +135,74 @@ int train(int argc, char** argv) {
     std::printf("train_logreg: %d ranks, %d samples x %d features per rank, %d steps; %s\n", world_size,
                 samples, d, steps, rt.fault_tolerance_status().c_str());
 
+  // Member id -> shard index: a member started with the job holds the shard
+  // of its id; a spare takes the shard of the rank it replaces (its rank).
+  std::vector<std::vector<int>> shard_of{{}};  // one list: shard_of[0][id]
+  auto shard_slot = [&](int id) -> int& {
+    auto& map = shard_of[0];
+    if (map.size() <= static_cast<std::size_t>(id)) map.resize(static_cast<std::size_t>(id) + 1, -1);
+    return map[static_cast<std::size_t>(id)];
+  };
+  for (int id : comm.member_ids()) shard_slot(id) = id;
   comm.on_membership_change([&](const ringmend::MembershipChange& m) {
+    for (int id : m.joined) {
+      const auto& ids = comm.member_ids();
+      shard_slot(id) = static_cast<int>(std::find(ids.begin(), ids.end(), id) - ids.begin());
+    }
     if (m.new_rank != 0) return;
-    std::string lost;
+    std::string lost, joined;
     for (int w : m.lost) lost += (lost.empty() ? "" : ", ") + std::to_string(w);
+    for (int w : m.joined) joined += (joined.empty() ? "" : ", ") + std::to_string(w);
     std::printf(
         "membership change: lost member(s) %s; %d -> %d ranks, epoch %llu; rebuilt in %.1f ms "
         "(revoke+shrink %.1f ms, new plan/shared memory/endpoints %.1f ms)\n",
         lost.c_str(), m.old_size, m.new_size, static_cast<unsigned long long>(m.new_epoch),
         m.recovery_seconds * 1e3, m.shrink_seconds * 1e3, m.rebuild_seconds * 1e3);
+    if (!joined.empty())
+      std::printf(
+          "membership change: spare(s) %s admitted in the lost ranks' places, with the model, in %.1f ms\n",
+          joined.c_str(), m.admit_seconds * 1e3);
     std::fflush(stdout);
   });
 
-  const Shard shard = make_shard(me, samples, d);
+  // The state a spare needs to take a rank's place: the model, the step,
+  // the history (for the check at the end) and the shards.
   std::vector<float> w(static_cast<std::size_t>(d), 0.f), buf(static_cast<std::size_t>(d) + 2);
   std::vector<std::vector<int>> contributors_per_step;
+  int step = 0;
+  comm.register_state("model", std::span<float>(w));
+  comm.register_state("step", &step, sizeof step);
+  comm.register_state(
+      "history", [&] { return to_bytes(contributors_per_step); },
+      [&](std::span<const std::byte> b) { contributors_per_step = from_bytes(b); });
+  comm.register_state(
+      "shards", [&] { return to_bytes(shard_of); },
+      [&](std::span<const std::byte> b) { shard_of = from_bytes(b); });
+  if (comm.joined()) {
+    shard_slot(me) = comm.rank();
+    std::printf("spare %d joined at rank %d, step %d: it takes the shard of rank %d\n", me, comm.rank(), step,
+                comm.rank());
+    std::fflush(stdout);
+  }
+  const Shard shard = make_shard(shard_slot(me), samples, d);
   double first_recovered_done = 0;
-  for (int step = 0; step < steps; ++step) {
+  for (; step < steps; ++step) {
     local_gradient(shard, w, buf);
     ringmend::CollectiveResult r = comm.allreduce(std::span<float>(buf), ringmend::ReduceOp::Sum);
-    std::set<int> who(comm.member_ids().begin(), comm.member_ids().end());
-    if (r.contributors > comm.size()) who.insert(r.lost.begin(), r.lost.end());
+    std::set<int> who;
+    for (int id : comm.member_ids()) who.insert(shard_slot(id));
+    if (r.contributors > comm.size())
+      for (int id : r.lost) who.insert(shard_slot(id));
     contributors_per_step.emplace_back(who.begin(), who.end());
     if (r.recovered && first_recovered_done == 0) first_recovered_done = realtime_now();
     apply(w, buf, lr);
     if (comm.rank() == 0 && (step % 10 == 0 || step == steps - 1 || r.recovered))
       std::printf("step %3d  loss %.6f  ranks %d%s\n", step,
                   buf[static_cast<std::size_t>(d)] / buf[static_cast<std::size_t>(d) + 1], r.contributors,
-                  r.recovered ? "  (recovered: step completed by the survivors)" : "");
+                  !r.recovered ? ""
+                  : r.joined.empty()
+                      ? "  (recovered: step completed by the survivors)"
+                      : "  (recovered: step completed with the spare in the lost rank's place)");
   }
 
   int status = 0;
@@ -151,14 +217,15 @@ int train(int argc, char** argv) {
         std::printf("recovery time: %.1f ms from the death of member %d to the next completed allreduce\n",
                     (first_recovered_done - died) * 1e3, victim);
     }
-    // Serial replay with the contributors each step actually had.
+    // Serial replay with the shards that contributed to each step.
     std::vector<Shard> shards;
-    for (int r = 0; r < world_size; ++r) shards.push_back(make_shard(r, samples, d));
+    for (std::size_t r = 0; r < shard_of[0].size(); ++r)
+      shards.push_back(make_shard(static_cast<int>(r), samples, d));
     std::vector<float> ref(static_cast<std::size_t>(d), 0.f), sum(buf.size()), part(buf.size());
     float final_loss = 0;
-    for (int step = 0; step < steps; ++step) {
+    for (std::size_t t = 0; t < contributors_per_step.size(); ++t) {
       std::fill(sum.begin(), sum.end(), 0.f);
-      for (int r : contributors_per_step[static_cast<std::size_t>(step)]) {
+      for (int r : contributors_per_step[t]) {
         local_gradient(shards[static_cast<std::size_t>(r)], ref, part);
         for (std::size_t j = 0; j < sum.size(); ++j) sum[j] += part[j];
       }
