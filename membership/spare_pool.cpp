@@ -17,43 +17,54 @@ constexpr int kMaxAttempts = 1000;
 // long for each spare, and a sleeping spare costs no CPU.
 constexpr auto kSparePoll = std::chrono::milliseconds(1);
 
-void give_up(const char* what, int rc) {
-  throw Error(Errc::Internal, std::string("spare pool: ") + what + " failed: " + ulfm::error_string(rc));
+}  // namespace
+
+bool SparePool::shrink_to_live(MPI_Comm from, int attempt) {
+  int rc = MPI_SUCCESS;
+  // The world itself is not revoked: it stays usable to the application.
+  ulfm::ShrinkOutcome live = from == pool_.get() ? ulfm::revoke_and_shrink(from, rc) : ulfm::shrink(from, rc);
+  if (rc != MPI_SUCCESS) {
+    if (!ulfm::is_failure_error(rc) || attempt >= kMaxAttempts)
+      throw Error(Errc::Internal, "spare pool: MPIX_Comm_shrink failed: " + ulfm::error_string(rc));
+    return false;
+  }
+  pool_ = std::move(live.comm);
+  return true;
 }
 
-}  // namespace
+bool SparePool::agreed(int ok, int attempt, const char* what) {
+  if (ulfm::agree(pool_.get(), ok) == MPI_SUCCESS && ok) return true;
+  if (attempt >= kMaxAttempts)
+    throw Error(Errc::Internal, std::string("spare pool: ") + what + " kept failing on some process");
+  return false;
+}
+
+ulfm::CommHandle SparePool::split(int color, int key, bool& ok) {
+  MPI_Comm out = MPI_COMM_NULL;
+  ok = MPI_Comm_split(pool_.get(), color, key, &out) == MPI_SUCCESS;
+  ulfm::CommHandle comm(out);
+  if (comm) MPI_Comm_set_errhandler(comm.get(), MPI_ERRORS_RETURN);
+  return comm;
+}
 
 SparePool::SparePool(MPI_Comm world, int spares, ulfm::CommHandle& members) {
   int world_size = 0;
   MPI_Comm_size(world, &world_size);
   const int job_size = world_size - spares;
   for (int attempt = 0;; ++attempt) {
-    int rc = MPI_SUCCESS;
-    // The world itself is not revoked: it stays usable to the application.
-    ulfm::ShrinkOutcome live = pool_ ? ulfm::revoke_and_shrink(pool_.get(), rc) : ulfm::shrink(world, rc);
-    if (rc != MPI_SUCCESS) {
-      if (!ulfm::is_failure_error(rc) || attempt >= kMaxAttempts) give_up("shrinking the world", rc);
-      continue;
-    }
-    pool_ = std::move(live.comm);
+    if (!shrink_to_live(pool_ ? pool_.get() : world, attempt)) continue;
     int rank = 0, size = 0;
     MPI_Comm_rank(pool_.get(), &rank);
     MPI_Comm_size(pool_.get(), &size);
     const bool member = rank < job_size;
-    MPI_Comm split = MPI_COMM_NULL;
-    rc = MPI_Comm_split(pool_.get(), member ? 0 : MPI_UNDEFINED, rank, &split);
-    ulfm::CommHandle mine(split);
+    bool ok = false;
+    ulfm::CommHandle mine = split(member ? 0 : MPI_UNDEFINED, rank, ok);
     // The split may fail on some processes only: agree, and go round again.
-    int ok = rc == MPI_SUCCESS ? 1 : 0;
-    if (ulfm::agree(pool_.get(), ok) != MPI_SUCCESS || !ok) {
-      if (attempt >= kMaxAttempts) give_up("splitting the members from the spares", rc);
-      continue;
-    }
+    if (!agreed(ok, attempt, "splitting the members from the spares")) continue;
     spare_ = !member;
     spares_left_ = std::max(0, size - job_size);
     member_ranks_.clear();
     for (int r = 0; r < std::min(size, job_size); ++r) member_ranks_.push_back(r);
-    if (mine) MPI_Comm_set_errhandler(mine.get(), MPI_ERRORS_RETURN);
     members = std::move(mine);
     return;
   }
@@ -85,23 +96,14 @@ bool SparePool::wait_for_round() {
 
 RoundOutcome SparePool::round(const PoolEntry& mine) {
   for (int attempt = 0;; ++attempt) {
-    int rc = MPI_SUCCESS;
-    ulfm::ShrinkOutcome live = ulfm::revoke_and_shrink(pool_.get(), rc);
-    if (rc != MPI_SUCCESS) {
-      if (!ulfm::is_failure_error(rc) || attempt >= kMaxAttempts) give_up("shrinking the pool", rc);
-      continue;
-    }
-    pool_ = std::move(live.comm);
+    if (!shrink_to_live(pool_.get(), attempt)) continue;
     int rank = 0, size = 0;
     MPI_Comm_rank(pool_.get(), &rank);
     MPI_Comm_size(pool_.get(), &size);
     std::vector<PoolEntry> roster(static_cast<std::size_t>(size));
-    int ok = MPI_Allgather(&mine, sizeof mine, MPI_BYTE, roster.data(), sizeof mine, MPI_BYTE, pool_.get()) ==
-             MPI_SUCCESS;
-    if (ulfm::agree(pool_.get(), ok) != MPI_SUCCESS || !ok) {
-      if (attempt >= kMaxAttempts) give_up("the pool's roster", rc);
-      continue;
-    }
+    const int gathered = MPI_Allgather(&mine, sizeof mine, MPI_BYTE, roster.data(), sizeof mine, MPI_BYTE,
+                                       pool_.get()) == MPI_SUCCESS;
+    if (!agreed(gathered, attempt, "the roster's allgather")) continue;
 
     // The decision, from the roster alone.
     RoundOutcome out;
@@ -141,22 +143,14 @@ RoundOutcome SparePool::round(const PoolEntry& mine) {
       const auto me = std::find(spares.begin(), spares.end(), rank) - spares.begin();
       if (me < out.joiners) color = 0, key = holes[static_cast<std::size_t>(me)], out.joined = true;
     }
-    MPI_Comm split = MPI_COMM_NULL;
-    rc = MPI_Comm_split(pool_.get(), color, key, &split);
-    ulfm::CommHandle grown(split);
-    ok = rc == MPI_SUCCESS ? 1 : 0;
-    if (ulfm::agree(pool_.get(), ok) != MPI_SUCCESS || !ok) {
-      if (attempt >= kMaxAttempts) give_up("splitting the members and joiners off the pool", rc);
-      continue;
-    }
-    if (grown) MPI_Comm_set_errhandler(grown.get(), MPI_ERRORS_RETURN);
+    bool ok = false;
+    ulfm::CommHandle grown = split(color, key, ok);
+    if (!agreed(ok, attempt, "splitting the members and joiners off the pool")) continue;
     out.grown = std::move(grown);
     member_ranks_ = members;
     member_ranks_.insert(member_ranks_.end(), spares.begin(), spares.begin() + out.joiners);
     std::sort(member_ranks_.begin(), member_ranks_.end());
     spares_left_ = out.spares_left;
-    joined_last_ = out.joined;
-    if (out.joined) spare_ = false;
     return out;
   }
 }

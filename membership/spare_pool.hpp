@@ -64,6 +64,7 @@ class SparePool {
   // than by a process failure.
   SparePool(MPI_Comm world, int spares, ulfm::CommHandle& members);
 
+  // Started as a spare (what it is after a round: RoundOutcome::joined).
   bool is_spare() const { return spare_; }
   int spares_left() const { return spares_left_; }
 
@@ -77,16 +78,16 @@ class SparePool {
   // members then build the Grow epoch on `grown`.
   RoundOutcome round(const PoolEntry& mine);
 
-  // After a round whose Grow epoch failed: the joiners become spares again
-  // (the members start another round).
-  void back_to_waiting() { spare_ = spare_ || joined_last_; }
-  // A spare admitted in the last round whose epoch was agreed.
-  void admitted() { spare_ = false; }
-
  private:
+  // Replaces the pool by its live processes (`from` is the world at first);
+  // false, to go round again, when a process died meanwhile.
+  bool shrink_to_live(MPI_Comm from, int attempt);
+  // An agreement over the pool on `ok`: true when every process had it.
+  bool agreed(int ok, int attempt, const char* what);
+  ulfm::CommHandle split(int color, int key, bool& ok);
+
   ulfm::CommHandle pool_;
-  bool spare_ = false;
-  bool joined_last_ = false;
+  bool spare_ = false;  // started as a spare
   int spares_left_ = 0;
   std::vector<int> member_ranks_;  // pool ranks of the members, as of the last round
 };

@@ -96,9 +96,8 @@ void Communicator::Impl::serve_as_spare() {
     auto next = builder_.build(nullptr, membership::Grow{round.joiners, std::move(round.grown), true},
                                membership::MemberInfo{});
     if (next->ready && install_grown(std::move(next), 0)) break;
-    pool_->back_to_waiting();
+    // The epoch failed: a spare again, until the members' next round.
   }
-  pool_->admitted();
   joined = true;
   update_view();
   set_log_place(epoch_->my_id(), epoch_->number);

@@ -134,21 +134,29 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
   tell_launcher(impl_->outcome_fd, std::string(outcome::kStarted) + "=1");
 }
 
+// The end of every process: transports closed, the names of the segments
+// it led removed (a local peer may have created one before dying), and
+// MPI_Finalize, bounded when `bounded` (its watchdog exits with `status`).
+void close_and_finalize(Runtime::Impl& impl, bool bounded, const std::string& why_bounded, int status) {
+  impl.world.reset();
+  impl.ucx.reset();
+  transport::ShmSegment::unlink_names_starting_with(membership::segment_prefix(static_cast<int>(::getpid())));
+  log(LogLevel::Debug, "transports closed; MPI_Finalize");
+  if (!impl.we_initialized_mpi) return;
+  const double limit = impl.settings.mpi_finalize_timeout_seconds;
+  Watchdog mpi_watchdog(bounded ? limit : 0, impl.outcome_fd, LogLevel::Warn,
+                        "MPI_Finalize did not return within " + seconds_text(limit) + " " + why_bounded,
+                        outcome::kFinalizeTimeout, status);
+  MPI_Finalize();
+  log(LogLevel::Debug, "MPI finalized");
+}
+
 // A spare the job no longer needs ends here, without returning to the
 // application: its transports and MPI are closed as at a normal end.
 [[noreturn]] void end_spare(Runtime::Impl& impl, const SpareDismissed& dismissed) {
   log(dismissed.status == 0 ? LogLevel::Debug : LogLevel::Error, "spare: " + dismissed.why + "; it ends");
   tell_launcher(impl.outcome_fd, std::string(outcome::kSpareUnused) + "=1");
-  impl.world.reset();
-  impl.ucx.reset();
-  if (impl.we_initialized_mpi) {
-    const double limit = impl.settings.mpi_finalize_timeout_seconds;
-    Watchdog mpi_watchdog(limit, impl.outcome_fd, LogLevel::Warn,
-                          "MPI_Finalize did not return within " + seconds_text(limit) +
-                              " (RINGMEND_MPI_FINALIZE_TIMEOUT): this spare ends",
-                          outcome::kFinalizeTimeout, dismissed.status);
-    MPI_Finalize();
-  }
+  close_and_finalize(impl, true, "(RINGMEND_MPI_FINALIZE_TIMEOUT): this spare ends", dismissed.status);
   std::fflush(stdout);
   std::exit(dismissed.status);
 }
@@ -263,30 +271,17 @@ Runtime::~Runtime() {
     log(LogLevel::Warn, std::string("while dismissing the spares: ") + e.what());
   }
   log(LogLevel::Debug, "all members finalizing");
-  impl_->world.reset();
-  impl_->ucx.reset();
-  // No epoch is built any more: the names of segments this process led,
-  // which a local peer may have created before dying, can go.
-  transport::ShmSegment::unlink_names_starting_with(membership::segment_prefix(static_cast<int>(::getpid())));
-  log(LogLevel::Debug, "transports closed; MPI_Finalize");
-  if (impl_->we_initialized_mpi) {
-    // Every member agreed that nothing is in flight: MPI_Finalize has
-    // nothing left to deliver. Yet ULFM's MPI_Finalize shrinks
-    // MPI_COMM_WORLD, and in Open MPI 5.0 that agreement can wait for ever
-    // after failures on two nodes (open-mpi/ompi#11404; reproduced here by
-    // killing one rank on each of two nodes in the same call). A short
-    // budget ends such a wait instead of the whole shutdown's.
-    const double mpi_limit = impl_->settings.mpi_finalize_timeout_seconds;
-    Watchdog mpi_watchdog(all_done && impl_->fault_tolerant ? mpi_limit : 0, impl_->outcome_fd,
-                          LogLevel::Warn,
-                          "MPI_Finalize did not return within " + seconds_text(mpi_limit) +
-                              " after every member had finished (RINGMEND_MPI_FINALIZE_TIMEOUT; Open MPI "
-                              "5.0's fault-tolerant MPI_Finalize can wait for ever after failures): this "
-                              "process ends with status 0 (the application finished)",
-                          outcome::kFinalizeTimeout, 0);
-    MPI_Finalize();
-  }
-  log(LogLevel::Debug, "MPI finalized");
+  // Every member agreed that nothing is in flight: MPI_Finalize has
+  // nothing left to deliver. Yet ULFM's MPI_Finalize shrinks
+  // MPI_COMM_WORLD, and in Open MPI 5.0 that agreement can wait for ever
+  // after failures on two nodes (open-mpi/ompi#11404; reproduced here by
+  // killing one rank on each of two nodes in the same call). A short
+  // budget ends such a wait instead of the whole shutdown's.
+  close_and_finalize(*impl_, all_done && impl_->fault_tolerant,
+                     "after every member had finished (RINGMEND_MPI_FINALIZE_TIMEOUT; Open MPI 5.0's "
+                     "fault-tolerant MPI_Finalize can wait for ever after failures): this process ends with "
+                     "status 0 (the application finished)",
+                     0);
 }
 
 Communicator& Runtime::world() { return *impl_->world; }
