@@ -18,6 +18,8 @@ const char* to_string(Errc code) {
       return "bad environment variable";
     case Errc::Internal:
       return "internal error";
+    case Errc::Released:
+      return "released from the job";
   }
   return "unknown error";
 }

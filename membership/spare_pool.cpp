@@ -70,6 +70,23 @@ SparePool::SparePool(MPI_Comm world, int spares, ulfm::CommHandle& members) {
   }
 }
 
+SparePool::SparePool(MPI_Comm members) {
+  for (int attempt = 0;; ++attempt) {
+    int rc = MPI_SUCCESS;
+    ulfm::ShrinkOutcome live = ulfm::shrink(members, rc);
+    if (rc != MPI_SUCCESS) {
+      if (!ulfm::is_failure_error(rc) || attempt >= kMaxAttempts)
+        throw Error(Errc::Internal, "member pool: MPIX_Comm_shrink failed: " + ulfm::error_string(rc));
+      continue;
+    }
+    pool_ = std::move(live.comm);
+    int size = 0;
+    MPI_Comm_size(pool_.get(), &size);
+    for (int r = 0; r < size; ++r) member_ranks_.push_back(r);
+    return;
+  }
+}
+
 bool SparePool::wait_for_round() {
   ulfm::FailureMonitor monitor(pool_.get());
   for (;;) {
@@ -107,12 +124,23 @@ RoundOutcome SparePool::round(const PoolEntry& mine) {
 
     // The decision, from the roster alone.
     RoundOutcome out;
-    std::vector<int> members, spares;  // pool ranks
-    for (int r = 0; r < size; ++r)
-      (roster[static_cast<std::size_t>(r)].id == kNoMember ? spares : members).push_back(r);
+    out.left = mine.id != kNoMember && mine.leaving;
+    std::vector<int> members, spares;               // pool ranks (members that stay)
+    std::vector<std::pair<int, MemberId>> leaving;  // position, id
+    for (int r = 0; r < size; ++r) {
+      const PoolEntry& e = roster[static_cast<std::size_t>(r)];
+      if (e.id == kNoMember)
+        spares.push_back(r);
+      else if (e.leaving)
+        leaving.emplace_back(e.position, e.id);
+      else
+        members.push_back(r);
+    }
     std::sort(members.begin(), members.end(), [&](int a, int b) {
       return roster[static_cast<std::size_t>(a)].position < roster[static_cast<std::size_t>(b)].position;
     });
+    std::sort(leaving.begin(), leaving.end());
+    for (const auto& l : leaving) out.released.push_back(l.second);
     int view_size = 0, target = 0;
     for (int r : members) {
       const PoolEntry& m = roster[static_cast<std::size_t>(r)];
@@ -122,6 +150,7 @@ RoundOutcome SparePool::round(const PoolEntry& mine) {
       out.present.push_back(m.id);
     }
     out.members = static_cast<int>(members.size());
+    out.target_size = target;
     out.no_members = members.empty();
     if (out.ending || out.no_members) {
       spares_left_ = static_cast<int>(spares.size());
@@ -129,7 +158,8 @@ RoundOutcome SparePool::round(const PoolEntry& mine) {
     }
     out.joiners = std::clamp(target - out.members, 0, static_cast<int>(spares.size()));
     out.spares_left = static_cast<int>(spares.size()) - out.joiners;
-    // Joiners take the positions no member holds, lowest first, then the end.
+    // Joiners take the positions no staying member holds, lowest first,
+    // then the end.
     std::vector<int> holes;
     for (int p = 0; p < view_size; ++p)
       if (std::none_of(members.begin(), members.end(),
@@ -138,19 +168,38 @@ RoundOutcome SparePool::round(const PoolEntry& mine) {
     for (int j = static_cast<int>(holes.size()); j < out.joiners; ++j) holes.push_back(view_size + j);
     int color = MPI_UNDEFINED, key = 0;
     if (mine.id != kNoMember) {
-      color = 0, key = mine.position;
+      if (!out.left) color = 0, key = mine.position;
     } else {
       const auto me = std::find(spares.begin(), spares.end(), rank) - spares.begin();
       if (me < out.joiners) color = 0, key = holes[static_cast<std::size_t>(me)], out.joined = true;
     }
     bool ok = false;
     ulfm::CommHandle grown = split(color, key, ok);
+    // Members that leave leave the pool too: a later round must not wait
+    // for a process that takes no part in it.
+    ulfm::CommHandle rest;
+    if (!leaving.empty()) {
+      bool rest_ok = false;
+      rest = split(out.left ? MPI_UNDEFINED : 0, rank, rest_ok);
+      ok = ok && rest_ok;
+    }
     if (!agreed(ok, attempt, "splitting the members and joiners off the pool")) continue;
     out.grown = std::move(grown);
     member_ranks_ = members;
     member_ranks_.insert(member_ranks_.end(), spares.begin(), spares.begin() + out.joiners);
     std::sort(member_ranks_.begin(), member_ranks_.end());
     spares_left_ = out.spares_left;
+    if (!leaving.empty()) {
+      // Pool ranks renumbered without the leavers (the split kept the order).
+      std::vector<int> gone;
+      for (int r = 0; r < size; ++r)
+        if (roster[static_cast<std::size_t>(r)].id != kNoMember &&
+            roster[static_cast<std::size_t>(r)].leaving)
+          gone.push_back(r);
+      for (int& r : member_ranks_)
+        r -= static_cast<int>(std::lower_bound(gone.begin(), gone.end(), r) - gone.begin());
+      pool_ = std::move(rest);  // null on a member that left
+    }
     return out;
   }
 }

@@ -10,12 +10,14 @@
 //   3. every process says what it is and what it asks for (PoolEntry, one
 //      allgather), and the roster is agreed on, or all go round again;
 //   4. every process decides alike, from the roster alone: which spares
-//      join and at which positions, or that the job is over;
-//   5. the members and the joiners split off their communicator, from which
-//      the epoch builder makes the Grow epoch.
+//      join and at which positions, which members leave (a release), or
+//      that the job is over;
+//   5. the members that stay and the joiners split off their communicator,
+//      from which the epoch builder makes the Grow epoch.
 //
 // Members start a round at a collective-call boundary that every member
-// reaches in the same call (docs/elastic.md). A spare never starts one.
+// reaches in the same call (docs/elastic.md): to replace lost members, on
+// request (grow, release), and at the end. A spare never starts one.
 #pragma once
 
 #include <mpi.h>
@@ -37,6 +39,7 @@ struct PoolEntry {
   std::int32_t view_size = 0;    // the size of that membership
   std::int32_t target_size = 0;  // members wanted after the round (members agree)
   std::int32_t ending = 0;       // the members are done: spares leave
+  std::int32_t leaving = 0;      // this member is released: it leaves the job
 };
 
 // What a round decided, the same on every process.
@@ -44,14 +47,17 @@ struct RoundOutcome {
   bool ending = false;      // the job is over: a spare leaves
   bool no_members = false;  // no member is left: a spare leaves, with an error
   int members = 0;          // members present
+  int target_size = 0;      // the size the members want (the largest any gave)
   int joiners = 0;          // spares admitted in this round
   int spares_left = 0;      // spares still waiting after it
   bool joined = false;      // this process is a spare admitted now
-  // Members and joiners, ordered by position (joiners take the positions of
-  // the lost members, lowest first, then the end); null on a spare that
-  // stays in the pool, and when nothing changed.
+  bool left = false;        // this process is a member that leaves (released)
+  // Members that stay and joiners, ordered by position (joiners take the
+  // positions no staying member holds, lowest first, then the end); null on
+  // a spare that stays in the pool and on a member that leaves.
   ulfm::CommHandle grown;
-  std::vector<MemberId> present;  // ids of the members present, in position order
+  std::vector<MemberId> present;   // ids of the members that stay, in position order
+  std::vector<MemberId> released;  // ids of the members that leave, in position order
 };
 
 class SparePool {
@@ -63,6 +69,9 @@ class SparePool {
   // communicator (null on a spare). Throws Error when MPI fails otherwise
   // than by a process failure.
   SparePool(MPI_Comm world, int spares, ulfm::CommHandle& members);
+  // A pool of the members of `members` alone, for a job started without
+  // spares that releases members: the same rounds serve it.
+  explicit SparePool(MPI_Comm members);
 
   // Started as a spare (what it is after a round: RoundOutcome::joined).
   bool is_spare() const { return spare_; }

@@ -1,8 +1,10 @@
-// Spares admitted into the membership, and the state they receive.
+// Spares admitted into the membership, members released from it, and the
+// state the joiners receive.
 //
-// Members admit spares at a collective-call boundary that every member
-// reaches in the same call (settle(), see communicator.cpp): one round of
-// the spare pool (membership/spare_pool.hpp) decides who joins and where,
+// Members regroup at a collective-call boundary that every member reaches
+// in the same call (settle(), see communicator.cpp, or a request: grow or
+// release, resize.cpp): one round of the spare pool
+// (membership/spare_pool.hpp) decides who joins and where, who leaves,
 // the epoch builder makes the Grow epoch, one survivor sends the registered
 // state to the joiners over that epoch's channels, and an agreement makes
 // it current on every member, or on none (then the members go round again
@@ -36,13 +38,15 @@ std::vector<int> missing_from(const std::vector<int>& these, const std::vector<i
 
 }  // namespace
 
-void Communicator::Impl::admit_spares(std::uint64_t joiner_next_seq) {
+bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
   const auto start = Clock::now();
+  std::vector<int> released;  // members that left in this regroup
   for (int attempt = 0;; ++attempt) {
     if (seconds_since(start) > settings_.recovery_timeout_seconds)
-      throw Error(Errc::Internal, "admitting spares did not complete within " +
-                                      std::to_string(settings_.recovery_timeout_seconds) +
-                                      " s (RINGMEND_RECOVERY_TIMEOUT)");
+      throw Error(Errc::Internal,
+                  std::string(leaving || !released.empty() ? "releasing members" : "admitting spares") +
+                      " did not complete within " + std::to_string(settings_.recovery_timeout_seconds) +
+                      " s (RINGMEND_RECOVERY_TIMEOUT)");
     // Positions are ranks in the membership the application sees: a joiner
     // takes a lost member's.
     const auto& seen = view_.members;
@@ -52,13 +56,17 @@ void Communicator::Impl::admit_spares(std::uint64_t joiner_next_seq) {
     entry.position = at != seen.end() ? static_cast<int>(at - seen.begin()) : view_.size + epoch_->rank;
     entry.view_size = view_.size;
     entry.target_size = target_size_;
+    entry.leaving = leaving ? 1 : 0;
     membership::RoundOutcome round = pool_->round(entry);
-    if (round.joiners == 0 && round.present == epoch_->members) return;  // no spare left, nobody lost since
+    target_size_ = round.target_size;
+    released.insert(released.end(), round.released.begin(), round.released.end());
+    if (round.left) return false;
+    if (round.joiners == 0 && round.present == epoch_->members) return true;  // nothing changed
     if (faults_.armed()) faults_.at(FaultPhase::Admit, current_seq_, attempt, epoch_->number);
-    auto next = builder_.build(epoch_.get(), membership::Grow{round.joiners, std::move(round.grown)},
-                               my_state(joiner_next_seq));
+    auto next =
+        builder_.build(epoch_.get(), membership::Grow{round.joiners, std::move(round.grown)}, my_state(seq));
     if (next->ready && install_grown(std::move(next), joiner_next_seq)) break;
-    log("a failure interrupted the admission of spares; another round");
+    log("a failure interrupted a round of the pool; another round");
   }
   // One change for the application: from the membership it saw to this one.
   MembershipChange change = pending_.value_or(MembershipChange{});
@@ -66,22 +74,35 @@ void Communicator::Impl::admit_spares(std::uint64_t joiner_next_seq) {
   change.new_epoch = epoch_->number;
   change.new_size = epoch_->size;
   change.new_rank = epoch_->rank;
-  change.lost = missing_from(view_.members, epoch_->members);
+  std::sort(released.begin(), released.end());
+  change.lost = missing_from(missing_from(view_.members, epoch_->members), released);
   change.joined = missing_from(epoch_->members, view_.members);
+  change.released = released;
   change.admit_seconds = seconds_since(start);
   pending_ = change;
   set_log_place(epoch_->my_id(), epoch_->number);
-  std::string ids;
-  for (int id : change.joined) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
   char took[32];
   std::snprintf(took, sizeof took, "%.1f ms", change.admit_seconds * 1e3);
-  const int left = pool_->spares_left();
-  ringmend::log(epoch_->rank == 0 ? LogLevel::Info : LogLevel::Debug,
-                "admitted spare" + std::string(change.joined.size() == 1 ? " " : "s ") + ids + " in " + took +
-                    " (state sent before collective #" + std::to_string(joiner_next_seq) +
-                    "): " + std::to_string(change.new_size) + " ranks, epoch " +
-                    std::to_string(epoch_->number) + ", " + std::to_string(left) +
-                    (left == 1 ? " spare" : " spares") + " left; rebuild steps: " + builder_.laps());
+  const auto ids = [](const std::vector<int>& v) {
+    std::string s;
+    for (int id : v) s += (s.empty() ? "" : ", ") + std::to_string(id);
+    return s;
+  };
+  const LogLevel level = epoch_->rank == 0 ? LogLevel::Info : LogLevel::Debug;
+  const std::string size =
+      std::to_string(change.new_size) + " ranks, epoch " + std::to_string(epoch_->number);
+  if (!released.empty())
+    ringmend::log(level, "released member" + std::string(released.size() == 1 ? " " : "s ") + ids(released) +
+                             " in " + took + ": " + size);
+  if (!change.joined.empty()) {
+    const int spares = pool_->spares_left();
+    ringmend::log(level, "admitted spare" + std::string(change.joined.size() == 1 ? " " : "s ") +
+                             ids(change.joined) + " in " + took + " (state sent before collective #" +
+                             std::to_string(joiner_next_seq) + "): " + size + ", " + std::to_string(spares) +
+                             (spares == 1 ? " spare" : " spares") +
+                             " left; rebuild steps: " + builder_.laps());
+  }
+  return true;
 }
 
 void Communicator::Impl::serve_as_spare() {
@@ -93,6 +114,9 @@ void Communicator::Impl::serve_as_spare() {
     if (round.ending) throw SpareDismissed{0, "the job finished without needing this spare"};
     if (round.no_members) throw SpareDismissed{1, "every member of the job is gone"};
     if (!round.joined) continue;
+    // The size the job keeps (grow and release change it): a joiner
+    // decides as the members do when the next member is lost.
+    target_size_ = round.target_size;
     auto next = builder_.build(nullptr, membership::Grow{round.joiners, std::move(round.grown), true},
                                membership::MemberInfo{});
     if (next->ready && install_grown(std::move(next), 0)) break;
@@ -132,6 +156,9 @@ bool Communicator::Impl::install_grown(std::unique_ptr<membership::Epoch> next,
 
 void Communicator::Impl::transfer_state(std::uint64_t joiner_next_seq) {
   const membership::Epoch& e = *epoch_;
+  // A release without joiners: nobody needs the state.
+  if (std::none_of(e.infos.begin(), e.infos.end(), [](const membership::MemberInfo& m) { return m.joining; }))
+    return;
   int root = -1;
   for (int r = 0; r < e.size && root < 0; ++r)
     if (!e.infos[static_cast<std::size_t>(r)].joining) root = r;

@@ -17,7 +17,7 @@ thread_local std::string last_error;
 // The C handle of a communicator is the C++ object itself, plus storage for
 // the lost-rank arrays handed out by pointer.
 struct CommExtras {
-  std::vector<int> lost;
+  std::vector<int> lost, joined, released;
   std::vector<int> change_lost;
 };
 
@@ -47,6 +47,8 @@ int status_of(ringmend::Errc e) {
       return RINGMEND_ERR_BAD_ENVIRONMENT;
     case ringmend::Errc::Internal:
       return RINGMEND_ERR_INTERNAL;
+    case ringmend::Errc::Released:
+      return RINGMEND_ERR_RELEASED;
   }
   return RINGMEND_ERR_INTERNAL;
 }
@@ -69,11 +71,18 @@ void fill(ringmend_comm* comm, const ringmend::CollectiveResult& r, ringmend_res
   if (!out) return;
   auto& ex = extras_of(comm);
   ex.lost = r.lost;
+  ex.joined = r.joined;
+  ex.released = r.released;
   out->recovered = r.recovered ? 1 : 0;
   out->contributors = r.contributors;
   out->num_lost = static_cast<int>(ex.lost.size());
   out->lost = ex.lost.data();
   out->epoch = r.epoch;
+  out->num_joined = static_cast<int>(ex.joined.size());
+  out->joined = ex.joined.data();
+  out->num_released = static_cast<int>(ex.released.size());
+  out->released = ex.released.data();
+  out->left = r.left ? 1 : 0;
 }
 
 bool check_comm(const void* p) {
@@ -139,6 +148,27 @@ int ringmend_barrier(ringmend_comm* comm, ringmend_result* result) {
   if (!check_comm(comm)) return RINGMEND_ERR_INVALID_ARGUMENT;
   return guarded([&] { fill(comm, cxx(comm).barrier(), result); });
 }
+
+int ringmend_grow(ringmend_comm* comm, int count, ringmend_result* result) {
+  if (!check_comm(comm)) return RINGMEND_ERR_INVALID_ARGUMENT;
+  return guarded([&] { fill(comm, cxx(comm).grow(count), result); });
+}
+
+int ringmend_release(ringmend_comm* comm, const int* ranks, int num_ranks, ringmend_result* result) {
+  if (!check_comm(comm)) return RINGMEND_ERR_INVALID_ARGUMENT;
+  return guarded([&] {
+    // A bad array is an argument error like any other, raised by the
+    // request on every member alike: an empty span with a negative count
+    // names no rank, so it is passed as one impossible rank.
+    const int bad = -1;
+    const std::span<const int> list = num_ranks < 0 || (num_ranks > 0 && !ranks)
+                                          ? std::span<const int>(&bad, 1)
+                                          : std::span<const int>(ranks, static_cast<std::size_t>(num_ranks));
+    fill(comm, cxx(comm).release(list), result);
+  });
+}
+
+int ringmend_comm_left(const ringmend_comm* comm) { return comm && cxx(comm).left() ? 1 : 0; }
 
 void ringmend_set_log_handler(ringmend_log_handler handler, void* user) {
   if (!handler) {

@@ -226,6 +226,9 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
 }
 
 CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
+  if (left)
+    throw Error(Errc::Released, "this process was released from the job (release() at collective #" +
+                                    std::to_string(seq) + ") and takes part in no collective");
   const std::uint64_t call_seq = ++seq;
   current_seq_ = call_seq;
   CollectiveResult result;
@@ -362,7 +365,7 @@ void Communicator::Impl::announce(const MembershipChange& change) {
   update_view();
   // A rebuild that lost nobody (an input error on one rank revokes the
   // epoch so that the others learn of it) changes no membership.
-  if (change.lost.empty() && change.joined.empty()) return;
+  if (change.lost.empty() && change.joined.empty() && change.released.empty()) return;
   for (auto& [id, callback] : callbacks) callback(change);
 }
 
@@ -373,14 +376,17 @@ MembershipChange Communicator::Impl::announce_pending() {
 }
 
 void Communicator::Impl::settle(CollectiveResult& result, std::uint64_t call_seq) {
-  if (pool_ && settings_.spare_policy == SparePolicy::Replace && epoch_->size < target_size_ &&
-      pool_->spares_left() > 0)
-    admit_spares(call_seq);
+  // A request (grow, release) admits after its call instead: a joiner's
+  // first call must be one its application makes.
+  if (!requesting_ && pool_ && settings_.spare_policy == SparePolicy::Replace &&
+      epoch_->size < target_size_ && pool_->spares_left() > 0)
+    regroup(call_seq, false);
   if (!pending_) return;
   const MembershipChange change = announce_pending();
   result.recovered = true;
   result.lost = change.lost;
   result.joined = change.joined;
+  result.released = change.released;
 }
 
 // An error that every survivor raises alike after a recovery: each is told
@@ -699,5 +705,31 @@ void Communicator::register_state(const std::string& name, std::function<std::ve
 
 bool Communicator::unregister_state(const std::string& name) { return impl_->state.remove(name); }
 bool Communicator::joined() const { return impl_->joined; }
+bool Communicator::left() const { return impl_->left; }
+
+CollectiveResult Communicator::grow(int count) {
+  return guarded([&] { return impl_->grow(count); });
+}
+
+CollectiveResult Communicator::release(std::span<const int> ranks) {
+  std::string what = "release(ranks";
+  for (std::size_t i = 0; i < ranks.size() && i < 8; ++i) what += (i ? ", " : " ") + std::to_string(ranks[i]);
+  what += ranks.size() > 8 ? ", ...)" : ")";
+  return guarded([&] { return impl_->release(ranks, what, {}); });
+}
+
+CollectiveResult Communicator::release_last(int count) {
+  return guarded([&] {
+    const std::string what = "release_last(" + std::to_string(count) + ")";
+    // A count out of range is reported by the request, on every member alike.
+    if (count < 0 || count >= size())
+      return impl_->release(
+          {}, what,
+          what + ": the count must be between 0 and the size less one (" + std::to_string(size() - 1) + ")");
+    std::vector<int> ranks;
+    for (int r = size() - count; r < size(); ++r) ranks.push_back(r);
+    return impl_->release(ranks, what, {});
+  });
+}
 
 }  // namespace ringmend

@@ -75,6 +75,12 @@ struct Communicator::Impl final : transport::WaitContext {
   int next_callback_id = 0;
   StateRegistry state;
   bool joined = false;  // admitted as a spare
+  bool left = false;    // released: this process left the job
+  // Membership on request (resize.cpp).
+  CollectiveResult grow(int count);
+  // `what` names the call in errors; `bad`, if not empty, is an error in
+  // the arguments found before (reported by the request, on every member).
+  CollectiveResult release(std::span<const int> ranks, const std::string& what, std::string bad);
   // After every member agreed to finish: the spares still waiting leave.
   void dismiss_spares();
   // A spare, constructed but not yet a member.
@@ -94,9 +100,20 @@ struct Communicator::Impl final : transport::WaitContext {
   // admits spares for the members lost (policy Replace), then announces
   // the change to the application.
   void settle(CollectiveResult& result, std::uint64_t call_seq);
-  // Spares admitted until the job has its size again, or none is left;
-  // `joiner_next_seq` is the joiners' first call.
-  void admit_spares(std::uint64_t joiner_next_seq);
+  // One round of the pool and the epoch it makes (admission.cpp): spares
+  // admitted until the job has its target size or none is left, and, when
+  // `leaving`, this member released. `joiner_next_seq` is the joiners' first
+  // call. Returns false on a member that left.
+  bool regroup(std::uint64_t joiner_next_seq, bool leaving);
+  // Every member passes the same request (`a`, `b`), in one collective
+  // call whose result goes to `result`; else every member throws alike.
+  // `local_error` is this member's objection to its own arguments.
+  void agree_on_request(const std::string& what, std::int64_t a, std::int64_t b,
+                        const std::string& local_error, CollectiveResult& result);
+  // The size a request starts from (see resize.cpp).
+  int kept_size() const;
+  // Announces a change pending after a request, into its result.
+  void report_pending(CollectiveResult& result);
   // Makes a Grow epoch current once the joiners have the state and every
   // member agreed; false (and the previous epoch current again) otherwise.
   bool install_grown(std::unique_ptr<membership::Epoch> next, std::uint64_t joiner_next_seq);
@@ -134,6 +151,7 @@ struct Communicator::Impl final : transport::WaitContext {
   // Where spares wait (null without spares), and the size the job keeps.
   std::unique_ptr<membership::SparePool> pool_;
   int target_size_ = 0;
+  bool requesting_ = false;                   // in the call of a grow or release request
   std::unique_ptr<membership::Epoch> epoch_;  // the last epoch every member agreed on
   View view_;
   std::optional<MembershipChange> pending_;  // a change to announce at the next call

@@ -138,9 +138,18 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
 // it led removed (a local peer may have created one before dying), and
 // MPI_Finalize, bounded when `bounded` (its watchdog exits with `status`).
 void close_and_finalize(Runtime::Impl& impl, bool bounded, const std::string& why_bounded, int status) {
+  // A released member does not finalize MPI: in a fault-tolerant Open MPI,
+  // MPI_Finalize shrinks MPI_COMM_WORLD, which waits for every process of
+  // the job, and a released process is to leave now. Its end is, to MPI, a
+  // process that ended, which the members left behind no longer talk to.
+  const bool finalize = !impl.world || !impl.world->left();
   impl.world.reset();
   impl.ucx.reset();
   transport::ShmSegment::unlink_names_starting_with(membership::segment_prefix(static_cast<int>(::getpid())));
+  if (!finalize) {
+    log(LogLevel::Debug, "transports closed; released from the job: no MPI_Finalize");
+    return;
+  }
   log(LogLevel::Debug, "transports closed; MPI_Finalize");
   if (!impl.we_initialized_mpi) return;
   const double limit = impl.settings.mpi_finalize_timeout_seconds;
@@ -242,12 +251,12 @@ Runtime::~Runtime() {
     char now[32];
     std::snprintf(now, sizeof now, "%.3f",
                   std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-    tell_launcher(impl_->outcome_fd, std::string(outcome::kFinished) + "=1 " + outcome::kEpoch + "=" +
-                                         std::to_string(w.epoch()) + " " + outcome::kSize + "=" +
-                                         std::to_string(w.size()) + " " + outcome::kRecoveries + "=" +
-                                         std::to_string(impl_->recoveries) + " " + outcome::kLost + "=" +
-                                         (lost.empty() ? "-" : lost) + " " + outcome::kShutdownFrom + "=" +
-                                         now);
+    tell_launcher(impl_->outcome_fd,
+                  std::string(w.left() ? std::string(outcome::kReleased) + "=1 " : "") + outcome::kFinished +
+                      "=1 " + outcome::kEpoch + "=" + std::to_string(w.epoch()) + " " + outcome::kSize + "=" +
+                      std::to_string(w.size()) + " " + outcome::kRecoveries + "=" +
+                      std::to_string(impl_->recoveries) + " " + outcome::kLost + "=" +
+                      (lost.empty() ? "-" : lost) + " " + outcome::kShutdownFrom + "=" + now);
   }
   // The application finished: its status stays 0 if the watchdog fires.
   const double limit = impl_->settings.finalize_timeout_seconds;
@@ -257,6 +266,12 @@ Runtime::~Runtime() {
                         "application finished)",
                     outcome::kFinalizeTimeout, 0);
   bool all_done = false;
+  if (impl_->world->left()) {
+    // Released: the members go on without this process, which has nothing
+    // to wait for.
+    close_and_finalize(*impl_, false, "", 0);
+    return;
+  }
   try {
     impl_->world->impl_->warn_unfired_faults();
     impl_->world->impl_->quiesce();

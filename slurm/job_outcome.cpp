@@ -168,7 +168,7 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
   int finished = 0, lost = 0, survivor_status = 0, lost_status = 0, killed_starting = 0, start_timeouts = 0;
   bool any_started = false;
   long epoch = -1, size = -1, recoveries = 0;
-  int spares = 0, spares_admitted = 0, spares_unused = 0;
+  int spares = 0, spares_admitted = 0, spares_unused = 0, released = 0;
   std::vector<std::string> losses;
   std::vector<bool> seen(static_cast<std::size_t>(std::max(o.ranks_started, 0)), false);
   for (const RankRecord& r : records) {
@@ -194,6 +194,11 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
         losses.push_back("spare " + std::to_string(r.member) + " on " + r.host + ": " + how_it_ended(r) +
                          " before it was needed, " + seconds(after) + " after the start");
       }
+      continue;
+    }
+    // A member released on request left the job early, then exited 0.
+    if (word(r, outcome::kReleased) == "1" && finished_normally(r)) {
+      ++released;
       continue;
     }
     if (r.finalize_timed_out())
@@ -237,8 +242,9 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
                                        std::to_string(spares_admitted) + " admitted, " +
                                        std::to_string(spares_unused) + " not needed)"
                                  : std::string()) +
-                     ", " + std::to_string(finished) + " finished normally, " + std::to_string(lost) +
-                     " lost";
+                     ", " + std::to_string(finished) + " finished normally, " +
+                     (released > 0 ? std::to_string(released) + " released, " : std::string()) +
+                     std::to_string(lost) + " lost";
   if (epoch >= 0)
     head += "; " + std::to_string(recoveries) + (recoveries == 1 ? " recovery" : " recoveries") +
             ", final size " + std::to_string(size) + " (epoch " + std::to_string(epoch) + ")";

@@ -10,7 +10,7 @@
 //   member host pid start end (seconds since the epoch) status (exit:N or
 //   signal:N) and what the Runtime itself said (the words of
 //   ringmend/core/outcome.hpp: finished, epoch, size, recoveries, lost,
-//   finalize_timeout).
+//   finalize_timeout, spare, admitted, spare_unused, released).
 #pragma once
 
 #include <map>

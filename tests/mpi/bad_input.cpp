@@ -2,7 +2,9 @@
 // communicator stays usable afterwards.
 //
 //   bad_input --case=count_mismatch|type_mismatch|op_mismatch|null_buffer|
-//                    bad_type|bad_root|zero_count|overlap|bad_env
+//                    bad_type|bad_root|zero_count|overlap|bad_env|
+//                    grow_no_spares|grow_negative|release_all|release_out_of_range|
+//                    release_mismatch|release_twice|after_release
 #include <cstdio>
 
 #include "test_data.hpp"
@@ -65,6 +67,42 @@ int main(int argc, char** argv) {
     } else if (which == "bad_root") {
       expected = Errc::InvalidArgument;
       comm.broadcast(in.data(), 64, comm.size() + 3);
+    } else if (which == "grow_no_spares") {
+      expected = Errc::InvalidArgument;
+      comm.grow(1);
+    } else if (which == "grow_negative") {
+      expected = Errc::InvalidArgument;
+      comm.grow(me_odd ? -1 : 1);  // one rank's bad argument fails every rank
+    } else if (which == "release_all") {
+      expected = Errc::InvalidArgument;
+      comm.release_last(comm.size());
+    } else if (which == "release_out_of_range") {
+      expected = Errc::InvalidArgument;
+      comm.release({comm.size()});
+    } else if (which == "release_twice") {
+      expected = Errc::InvalidArgument;
+      comm.release({0, 0});
+    } else if (which == "release_mismatch") {
+      comm.release({me_odd ? 0 : 1});
+    } else if (which == "after_release") {
+      // The released member's next call is an error; the others go on.
+      CollectiveResult r = comm.release({odd});
+      if (r.left) {
+        try {
+          comm.barrier();
+          std::printf("TEST FAILED rank %d: a released member's call did not fail\n", comm.rank());
+          return 1;
+        } catch (const Error& e) {
+          const bool ok = e.code() == Errc::Released;
+          std::printf("TEST %s released member: %s\n", ok ? "PASSED" : "FAILED", e.what());
+          return ok ? 0 : 1;
+        }
+      }
+      const bool ok = r.released.size() == 1 && !r.left && comm.size() == 2;
+      const int rc = ok ? follow_up_works(comm) : 1;
+      std::printf("TEST %s rank %d: released one member, %d ranks left\n", rc ? "FAILED" : "PASSED",
+                  comm.rank(), comm.size());
+      return rc;
     } else if (which == "zero_count") {
       // A no-op on every rank: nothing is written, no error.
       CollectiveResult r = comm.allreduce(in.data(), out.data(), 0, t, op);

@@ -20,7 +20,8 @@ typedef enum {
   RINGMEND_ERR_FT_UNAVAILABLE = 4,
   RINGMEND_ERR_ROOT_LOST = 5,
   RINGMEND_ERR_BAD_ENVIRONMENT = 6,
-  RINGMEND_ERR_INTERNAL = 7
+  RINGMEND_ERR_INTERNAL = 7,
+  RINGMEND_ERR_RELEASED = 8
 } ringmend_status;
 
 typedef enum {
@@ -34,14 +35,20 @@ typedef enum { RINGMEND_SUM = 0, RINGMEND_PROD = 1, RINGMEND_MIN = 2, RINGMEND_M
 typedef struct ringmend_runtime ringmend_runtime;
 typedef struct ringmend_comm ringmend_comm;
 
-/* Filled by collectives when the caller passes a non-null pointer. `lost`
- * points into storage owned by the communicator, valid until its next call. */
+/* Filled by collectives when the caller passes a non-null pointer. The id
+ * arrays point into storage owned by the communicator, valid until its next
+ * call. */
 typedef struct {
-  int recovered;    /* 1 if a failure happened during the call and was recovered */
+  int recovered;    /* 1 if the membership changed in the call */
   int contributors; /* ranks whose inputs the result contains */
   int num_lost;     /* ids of the members lost during the call */
   const int* lost;
   uint64_t epoch; /* membership epoch after the call */
+  int num_joined; /* ids of the spares admitted in the call */
+  const int* joined;
+  int num_released; /* ids of the members released in the call */
+  const int* released;
+  int left; /* 1 on a member released by ringmend_release: it left the job */
 } ringmend_result;
 
 typedef struct {
@@ -82,6 +89,13 @@ int ringmend_allreduce(ringmend_comm* comm, const void* input, void* output, siz
                        ringmend_datatype type, ringmend_op op, ringmend_result* result);
 int ringmend_broadcast(ringmend_comm* comm, void* buffer, size_t bytes, int root, ringmend_result* result);
 int ringmend_barrier(ringmend_comm* comm, ringmend_result* result);
+/* Membership on request (ringmend.hpp: grow, release; docs/elastic.md):
+ * collective, every member with the same arguments. A released member
+ * gets result->left = 1, calls no collective after, and should call
+ * ringmend_finalize and exit (it does not finalize MPI). */
+int ringmend_grow(ringmend_comm* comm, int count, ringmend_result* result);
+int ringmend_release(ringmend_comm* comm, const int* ranks, int num_ranks, ringmend_result* result);
+int ringmend_comm_left(const ringmend_comm* comm);
 int ringmend_on_membership_change(ringmend_comm* comm, ringmend_membership_callback callback, void* user);
 
 const char* ringmend_last_error(void);

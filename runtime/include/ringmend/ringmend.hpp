@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -36,18 +37,21 @@ namespace ringmend {
 
 // What a collective call reports besides its data.
 struct CollectiveResult {
-  bool recovered = false;   // the membership changed in this call (a failure recovered, spares admitted)
-  std::vector<int> lost;    // ids of the members lost during this call
-  std::vector<int> joined;  // ids of the members admitted in this call (spares)
-  int contributors = 0;     // ranks whose inputs the result contains
-  std::uint64_t epoch = 0;  // membership epoch after the call
+  bool recovered = false;     // the membership changed in this call (a failure recovered, spares admitted)
+  std::vector<int> lost;      // ids of the members lost during this call
+  std::vector<int> joined;    // ids of the members admitted in this call (spares)
+  std::vector<int> released;  // ids of the members released in this call (release())
+  int contributors = 0;       // ranks whose inputs the result contains
+  std::uint64_t epoch = 0;    // membership epoch after the call
+  bool left = false;          // release(): this process is one of the released, and left the job
 };
 
 // Passed to membership-change callbacks after each recovery.
 struct MembershipChange {
   std::uint64_t old_epoch = 0, new_epoch = 0;
-  std::vector<int> lost;    // ids of the members lost in this recovery
-  std::vector<int> joined;  // ids of the spares admitted (they took the lost members' ranks first)
+  std::vector<int> lost;      // ids of the members lost in this recovery
+  std::vector<int> joined;    // ids of the spares admitted (they took the lost members' ranks first)
+  std::vector<int> released;  // ids of the members released on request (release())
   int old_size = 0, new_size = 0;
   int new_rank = 0;             // this process's rank in the new membership
   double recovery_seconds = 0;  // failure noticed -> membership rebuilt, of which:
@@ -118,6 +122,35 @@ class Communicator {
   // Whether this process was admitted as a spare (its registered state is
   // restored from a survivor's), rather than started as a member.
   bool joined() const;
+
+  // Membership on request (docs/elastic.md). Collective: every member calls
+  // it between collectives with the same arguments (else every member gets
+  // Error(Mismatch), or Error(InvalidArgument) for a bad argument). Each
+  // counts as one collective call; a failure during it is recovered as in
+  // any call, and the result reports it.
+  //
+  // grow: admits up to `count` waiting spares (ringmend-run --spares) as
+  // ranks size()..size()+count-1; they receive the registered state and
+  // take part from the members' next call on. Fewer join when fewer wait:
+  // the result's `joined` names those admitted. The job keeps the new size
+  // (policy replace). Without spares: Error(InvalidArgument).
+  CollectiveResult grow(int count);
+  // release: the members at `ranks` (ranks of the current membership) leave
+  // the job; the others go on without them, renumbered in order, and the job
+  // keeps the smaller size. On a released member the call returns with
+  // `left` set: it takes part in no collective after (Error(Released)), and
+  // the end of its Runtime closes its transports and skips MPI_Finalize
+  // (which in a fault-tolerant Open MPI waits for the whole job), so that the
+  // process can exit at once with status 0. Releasing every member is
+  // Error(InvalidArgument). Needs fault tolerance.
+  CollectiveResult release(std::span<const int> ranks);
+  CollectiveResult release(std::initializer_list<int> ranks) {
+    return release(std::span<const int>(ranks.begin(), ranks.size()));
+  }
+  // release() of the last `count` ranks.
+  CollectiveResult release_last(int count);
+  // Whether this process was released (it left the job).
+  bool left() const;
 
   struct Impl;
 

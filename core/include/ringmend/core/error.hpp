@@ -17,6 +17,7 @@ enum class Errc {
   RootLost,                   // the root of a broadcast failed before anyone got the data
   BadEnvironment,             // a RINGMEND_* variable has an invalid value
   Internal,                   // MPI or UCX failed in a way ringmend cannot recover from
+  Released,                   // this process left the job (Communicator::release) and calls no collective
 };
 
 const char* to_string(Errc code);
@@ -25,7 +26,8 @@ const char* to_string(Errc code);
 // call that differs across ranks, a setting): the application reports
 // those; the others are also logged for the operator.
 constexpr bool caused_by_input(Errc code) {
-  return code == Errc::InvalidArgument || code == Errc::Mismatch || code == Errc::BadEnvironment;
+  return code == Errc::InvalidArgument || code == Errc::Mismatch || code == Errc::BadEnvironment ||
+         code == Errc::Released;
 }
 
 class Error : public std::runtime_error {

@@ -1,0 +1,154 @@
+// Membership changes the application asks for: grow (waiting spares join)
+// and release (members leave the job), between two collective calls.
+//
+// A request is one collective call of its own. It first checks that every
+// member asks for the same thing (an allreduce of the request's
+// description), so that a member that asks for something else, or passes a
+// bad argument, makes every member fail alike instead of leaving them in
+// different calls; a failure during it is recovered as in any call. Then
+// one round of the pool makes the new epoch (regroup(), admission.cpp),
+// and the change is announced in the same call on every member.
+#include <algorithm>
+#include <array>
+
+#include "ringmend/core/log.hpp"
+#include "runtime/communicator_impl.hpp"
+
+namespace ringmend {
+namespace {
+
+enum class Request : std::int64_t { Grow = 1, Release = 2 };
+
+// FNV-1a over the released ids, in order: equal requests hash alike.
+std::int64_t hash_of(const std::vector<int>& ids) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (int id : ids) {
+    h ^= static_cast<std::uint32_t>(id);
+    h *= 1099511628211ull;
+  }
+  return static_cast<std::int64_t>(h >> 1);
+}
+
+std::int64_t describe(Request kind, std::int64_t count) {
+  return static_cast<std::int64_t>(kind) << 32 | (count & 0xffffffff);
+}
+
+}  // namespace
+
+void Communicator::Impl::agree_on_request(const std::string& what, std::int64_t a, std::int64_t b,
+                                          const std::string& local_error, CollectiveResult& result) {
+  // One allreduce with Max gives both the largest and the smallest of each
+  // value (the smallest as the largest of its negation), and whether any
+  // member objected.
+  std::array<std::int64_t, 5> v{local_error.empty() ? 0 : 1, a, b, -a, -b};
+  struct Requesting {
+    bool& flag;
+    explicit Requesting(bool& f) : flag(f) { flag = true; }
+    ~Requesting() { flag = false; }
+  } requesting(requesting_);
+  result = run(
+      {coll::CollectiveKind::Allreduce, v.data(), v.data(), v.size(), DataType::Int64, ReduceOp::Max, -1});
+  if (v[0])
+    throw Error(Errc::InvalidArgument,
+                local_error.empty() ? what + ": another member's arguments are invalid" : local_error);
+  if (v[1] != -v[3] || v[2] != -v[4])
+    throw Error(Errc::Mismatch, what + ": the members did not all ask for the same change");
+}
+
+int Communicator::Impl::kept_size() const {
+  // Under policy replace the job keeps its size: members lost during the
+  // request (or earlier, while no spare waited) are replaced too.
+  return settings_.spare_policy == SparePolicy::Replace ? std::max(target_size_, view_.size) : view_.size;
+}
+
+void Communicator::Impl::report_pending(CollectiveResult& result) {
+  if (pending_) {
+    const MembershipChange change = announce_pending();
+    result.recovered = true;
+    const auto add = [](std::vector<int>& to, const std::vector<int>& from) {
+      to.insert(to.end(), from.begin(), from.end());
+      std::sort(to.begin(), to.end());
+      to.erase(std::unique(to.begin(), to.end()), to.end());
+    };
+    add(result.lost, change.lost);
+    add(result.joined, change.joined);
+    add(result.released, change.released);
+  }
+  result.epoch = view_.number;
+  result.contributors = view_.size;
+}
+
+CollectiveResult Communicator::Impl::grow(int count) {
+  const std::string what = "grow(" + std::to_string(count) + ")";
+  std::string bad;
+  if (count < 0)
+    bad = what + ": the count must not be negative";
+  else if (settings_.spares == 0 || !pool_)
+    bad = what +
+          ": the job has no spares to admit (start it with ringmend-run --spares S, RINGMEND_SPARES or "
+          "Options::spares)";
+  CollectiveResult result;
+  agree_on_request(what, describe(Request::Grow, count), 0, bad, result);
+  // The size asked for: the job keeps it (policy replace) until a release.
+  target_size_ = kept_size() + count;
+  // Decided alike on every member: the view and the pool's count are the
+  // same on all after the request's call.
+  if (target_size_ > view_.size && pool_->spares_left() > 0) regroup(seq + 1, false);
+  if (count > 0) {
+    const int admitted = pending_ ? static_cast<int>(pending_->joined.size()) : 0;
+    if (admitted < count && view_.rank == 0)
+      ringmend::log(LogLevel::Warn, what + ": " + std::to_string(admitted) + " of " + std::to_string(count) +
+                                        " spares joined; no other spare was waiting");
+  }
+  report_pending(result);
+  return result;
+}
+
+CollectiveResult Communicator::Impl::release(std::span<const int> ranks, const std::string& what,
+                                             std::string bad) {
+  // Releasing needs the pool's rounds, which need ULFM; every member has the
+  // same launch, so every member throws here alike.
+  if (!fault_tolerant_)
+    throw Error(Errc::FaultToleranceUnavailable,
+                what +
+                    ": releasing members needs fault tolerance (ringmend-run, or mpirun with ringmend's FT "
+                    "arguments, and an MPI with ULFM)");
+  std::vector<int> ids;
+  for (int r : ranks) {
+    if (!bad.empty()) break;
+    if (r < 0 || r >= view_.size)
+      bad = what + ": rank " + std::to_string(r) + " is not a rank of the " + std::to_string(view_.size) +
+            " ranks";
+    else
+      ids.push_back(view_.members[static_cast<std::size_t>(r)]);
+  }
+  std::sort(ids.begin(), ids.end());
+  if (bad.empty() && std::adjacent_find(ids.begin(), ids.end()) != ids.end())
+    bad = what + ": a rank is named twice";
+  if (bad.empty() && static_cast<int>(ids.size()) >= view_.size)
+    bad =
+        what + ": every member would leave; release fewer than the " + std::to_string(view_.size) + " ranks";
+  CollectiveResult result;
+  agree_on_request(what, describe(Request::Release, static_cast<std::int64_t>(ids.size())), hash_of(ids), bad,
+                   result);
+  if (ids.empty()) {
+    report_pending(result);
+    return result;
+  }
+  // A job started without spares gets a pool of its members: the same
+  // rounds release them.
+  if (!pool_) pool_ = std::make_unique<membership::SparePool>(epoch_->ctrl.get());
+  target_size_ = kept_size() - static_cast<int>(ids.size());
+  const bool leaving = std::binary_search(ids.begin(), ids.end(), view_.my_id);
+  if (!regroup(seq + 1, leaving)) {
+    left = true;
+    result.left = true;
+    result.released = ids;
+    ringmend::log(LogLevel::Debug, what + ": this member leaves the job");
+    return result;
+  }
+  report_pending(result);
+  return result;
+}
+
+}  // namespace ringmend

@@ -1,0 +1,145 @@
+// Every sample exactly once per epoch, whatever ranks die, join or leave.
+//
+// Each step, every rank takes its share of the epoch's samples from an
+// ElasticSampler and contributes a count vector (one per sample id it
+// processed); the allreduced sums are added up over the epoch. At the end
+// of every epoch each sample's sum must be exactly 1: a sample that no
+// result contains was lost, one counted twice was repeated. The sums, the
+// sampler and the step are registered state, so a spare admitted for a
+// killed rank resumes the step it joins. Grow and release at chosen steps.
+//
+//   elastic_check [--samples=N] [--per-rank=B] [--epochs=E] [--grow-at=S --grow=K]
+//                 [--release-at=S --release=R[,R...]] [--expect-size=N] [--step-ms=MS]
+//                 [--pid-dir=D]   (a member writes D/rank<world rank>.pid once started)
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ringmend/elastic_sampler.hpp"
+#include "ringmend/ringmend.hpp"
+
+namespace {
+
+std::string arg(int argc, char** argv, const char* name, const std::string& fallback) {
+  const std::string prefix = std::string("--") + name + "=";
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) return argv[i] + prefix.size();
+  return fallback;
+}
+
+long number(int argc, char** argv, const char* name, long fallback) {
+  return std::atol(arg(argc, argv, name, std::to_string(fallback)).c_str());
+}
+
+std::vector<int> ranks_of(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(std::atoi(item.c_str()));
+  return out;
+}
+
+int check(int argc, char** argv) {
+  const auto samples = static_cast<std::uint64_t>(number(argc, argv, "samples", 500));
+  const auto per_rank = static_cast<std::uint32_t>(number(argc, argv, "per-rank", 7));
+  const auto epochs = static_cast<std::uint64_t>(number(argc, argv, "epochs", 3));
+  const long grow_at = number(argc, argv, "grow-at", -1), grow = number(argc, argv, "grow", 1);
+  const long release_at = number(argc, argv, "release-at", -1);
+  const std::vector<int> release = ranks_of(arg(argc, argv, "release", ""));
+  const long expect_size = number(argc, argv, "expect-size", -1);
+  const long step_ms = number(argc, argv, "step-ms", 0);
+
+  ringmend::Runtime rt(&argc, &argv);
+  ringmend::Communicator& comm = rt.world();
+  const int me = comm.member_id();
+  if (const std::string dir = arg(argc, argv, "pid-dir", ""); !dir.empty() && !comm.joined())
+    std::ofstream(dir + "/rank" + std::to_string(me) + ".pid") << ::getpid() << "\n";
+
+  ringmend::ElasticSampler sampler(samples, per_rank, 11);
+  std::vector<std::int64_t> sums(samples, 0), contribution(samples + 1);
+  std::int64_t step = 0;
+  int failures = 0, changes_seen = 0;
+  sampler.register_state(comm, "sampler");
+  comm.register_state("sums", std::span<std::int64_t>(sums));
+  comm.register_state("step", &step, sizeof step);
+  if (comm.joined())
+    std::printf("member %d joined at rank %d of %d, step %lld, epoch %llu\n", me, comm.rank(), comm.size(),
+                static_cast<long long>(step), static_cast<unsigned long long>(sampler.epoch()));
+  comm.on_membership_change([&](const ringmend::MembershipChange&) { ++changes_seen; });
+
+  while (sampler.epoch() < epochs) {
+    const std::uint64_t epoch = sampler.epoch();
+    const std::vector<std::uint64_t> batch = sampler.next(comm);
+    std::fill(contribution.begin(), contribution.end(), 0);
+    for (std::uint64_t id : batch) ++contribution[id];
+    contribution[samples] = 1;  // ranks that contributed
+    if (step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+    const ringmend::CollectiveResult r =
+        comm.allreduce(std::span<std::int64_t>(contribution), ringmend::ReduceOp::Sum);
+    for (std::uint64_t i = 0; i < samples; ++i) sums[i] += contribution[i];
+    sampler.complete(comm);
+    ++step;
+    if (r.recovered && comm.rank() == 0)
+      std::printf("step %lld: recovered (lost %zu, joined %zu), %d ranks contributed\n",
+                  static_cast<long long>(step), r.lost.size(), r.joined.size(),
+                  static_cast<int>(contribution[samples]));
+    if (sampler.epoch() != epoch) {
+      int wrong = 0;
+      for (std::uint64_t i = 0; i < samples; ++i)
+        if (sums[i] != 1) {
+          if (++wrong <= 5)
+            std::printf("TEST FAILED member %d: epoch %llu: sample %llu counted %lld times\n", me,
+                        static_cast<unsigned long long>(epoch), static_cast<unsigned long long>(i),
+                        static_cast<long long>(sums[i]));
+        }
+      failures += wrong;
+      std::fill(sums.begin(), sums.end(), 0);
+    }
+    if (step == grow_at) {
+      const ringmend::CollectiveResult g = comm.grow(static_cast<int>(grow));
+      if (comm.rank() == 0)
+        std::printf("step %lld: grow(%ld): %zu joined, %d ranks\n", static_cast<long long>(step), grow,
+                    g.joined.size(), comm.size());
+    }
+    if (step == release_at) {
+      const ringmend::CollectiveResult g = comm.release(release);
+      if (g.left) {
+        std::printf("member %d released at step %lld, after %d sample errors\n", me,
+                    static_cast<long long>(step), failures);
+        return failures == 0 ? 0 : 1;
+      }
+      if (comm.rank() == 0)
+        std::printf("step %lld: released %zu: %d ranks\n", static_cast<long long>(step), g.released.size(),
+                    comm.size());
+    }
+  }
+  if (expect_size >= 0 && comm.size() != expect_size) {
+    std::printf("TEST FAILED member %d: ended with %d ranks, expected %ld\n", me, comm.size(), expect_size);
+    ++failures;
+  }
+  if (failures == 0)
+    std::printf(
+        "TEST PASSED member %d: %llu epochs of %llu samples, %lld steps, %d ranks at the end, %d changes\n",
+        me, static_cast<unsigned long long>(epochs), static_cast<unsigned long long>(samples),
+        static_cast<long long>(step), comm.size(), changes_seen);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return check(argc, argv);
+  } catch (const ringmend::Error& e) {
+    std::printf("TEST FAILED: %s (%s)\n", e.what(), ringmend::to_string(e.code()));
+    return 1;
+  }
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Grow, release and a SIGKILL from outside at a random moment, ROUNDS times:
+# every sample must still be counted exactly once per epoch
+# (elastic_check), and the job must end with its members verified.
+#
+#   elastic_kill_random.sh FT_MPIRUN PROGRAM ROUNDS
+# Six processes: four members and two spares. At step 30 the job grows by
+# one, at step 80 it releases rank 1; one member, chosen at random, is
+# killed 0.1 to 1.1 s after it started, whenever that falls (before, during
+# or after the grow and the release). A spare is always left for it, so the
+# job ends with four ranks. RANDOM_SEED fixes the choices.
+set -u
+ft_mpirun=$1 program=$2 rounds=$3
+seed=${RANDOM_SEED:-$(date +%s)}
+RANDOM=$seed
+echo "elastic_kill_random: seed $seed"
+fail=0
+for ((round = 1; round <= rounds; round++)); do
+  dir=$(mktemp -d)
+  victim=$((RANDOM % 4))
+  delay_ms=$((100 + RANDOM % 1000))
+  timeout -k 5 60 "$ft_mpirun" --oversubscribe -np 6 -x RINGMEND_SPARES=2 "$program" --samples=2000 --per-rank=5 --epochs=2 \
+    --step-ms=6 --grow-at=30 --grow=1 --release-at=80 --release=1 --expect-size=4 --pid-dir="$dir" \
+    >"$dir/out" 2>&1 &
+  job=$!
+  for _ in $(seq 300); do [ -f "$dir/rank$victim.pid" ] && break; sleep 0.02; done
+  sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
+  pid=$(cat "$dir/rank$victim.pid" 2>/dev/null)
+  if [ -z "$pid" ]; then
+    echo "round $round: member $victim never started"; fail=1
+  elif kill -9 "$pid" 2>/dev/null; then
+    echo "round $round: kill -9 member $victim (pid $pid) ${delay_ms} ms after it started"
+  else
+    echo "round $round: member $victim had already ended (or been released) when its kill came"
+  fi
+  wait $job
+  rc=$?
+  verified=$(grep -c "TEST PASSED" "$dir/out")
+  grep -E "step .*(recovered|grow|released)|joined|TEST|summary" "$dir/out" | sed 's/^/    /'
+  if [ $rc -ne 0 ] || [ "$verified" -ne 4 ]; then
+    echo "round $round: FAILED (exit status $rc, $verified of 4 members verified)"
+    tail -25 "$dir/out"
+    fail=1
+  fi
+  rm -rf "$dir"
+done
+[ $fail -eq 0 ] && echo "elastic_kill_random: all $rounds rounds passed" || echo "elastic_kill_random: FAILED (seed $seed)"
+exit $fail
