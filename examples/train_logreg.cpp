@@ -1,17 +1,24 @@
-// Data-parallel training that survives a rank being killed.
+// Data-parallel training that survives ranks being killed, and grows and
+// shrinks on request.
 //
-// Logistic regression on synthetic data (fixed seeds): every rank holds its
-// own shard, computes the gradient of its shard each step, and ringmend
-// allreduces the gradients. When a rank dies mid-run, ringmend shrinks the
-// job and the step is completed by the survivors; training continues on
-// their shards. With spares (ringmend-run --spares S), a spare takes the
-// dead rank's place and its shard instead, and receives the model, the step
-// and the training's history (registered state) before it joins the step:
-// the job keeps its size. At the end the current rank 0 replays the whole
-// training serially, with the shards that contributed to each step, and
+// Logistic regression by mini-batch gradient descent on a synthetic data set
+// (fixed seeds) that every rank holds. An ElasticSampler deals each step's
+// samples out over the ranks; every rank computes the gradient of its share
+// and ringmend allreduces the gradients. When a rank dies mid-run, ringmend
+// shrinks the job and the step is completed by the survivors; the dead
+// rank's samples are dealt out again at the next step, so no sample of an
+// epoch is lost or counted twice. With spares (ringmend-run --spares S), a
+// spare takes the dead rank's place and its share of the step instead, and
+// receives the model, the step, the sampler and the training's history
+// (registered state) before it joins the step: the job keeps its size.
+// --grow-at and --release-at ask for more ranks (from the spares) and give
+// ranks back at those steps. At the end the current rank 0 replays the
+// whole training serially, with the samples that entered each step, and
 // checks that the distributed model matches it.
 //
-//   mpirun ... train_logreg [--steps=N] [--samples=N] [--features=N]
+//   mpirun ... train_logreg [--steps=N] [--samples=N] [--batch=N] [--features=N]
+//                           [--grow-at=STEP [--grow=K]] [--release-at=STEP [--release=RANK]]
+// (a request at STEP comes before that step; --release defaults to the last rank)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,17 +27,19 @@
 #include <ctime>
 #include <fstream>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "ringmend/elastic_sampler.hpp"
 #include "ringmend/ringmend.hpp"
 
 namespace {
 
-struct Shard {
-  std::vector<float> x;  // samples x features, row-major
+// The data set: samples x features, row-major, and the labels.
+struct DataSet {
+  std::vector<float> x;
   std::vector<float> y;
+  std::size_t d = 0;
 };
 
 int arg(int argc, char** argv, const char* name, int fallback) {
@@ -50,40 +59,44 @@ std::vector<float> true_weights(int d) {
 
 float sigmoid(float z) { return 1.f / (1.f + std::exp(-z)); }
 
-Shard make_shard(int world_rank, int samples, int d) {
-  std::mt19937_64 rng(1000 + static_cast<unsigned>(world_rank));
-  std::normal_distribution<float> n(0.f, 1.f);
-  std::uniform_real_distribution<float> u(0.f, 1.f);
+// Every rank makes the same data set (each sample from its own seed).
+DataSet make_data(int samples, int d) {
   const auto w = true_weights(d);
-  Shard s;
-  s.x.resize(static_cast<std::size_t>(samples) * static_cast<std::size_t>(d));
+  DataSet s;
+  s.d = static_cast<std::size_t>(d);
+  s.x.resize(static_cast<std::size_t>(samples) * s.d);
   s.y.resize(static_cast<std::size_t>(samples));
   for (int i = 0; i < samples; ++i) {
+    std::mt19937_64 rng(1000 + static_cast<unsigned>(i));
+    std::normal_distribution<float> n(0.f, 1.f);
+    std::uniform_real_distribution<float> u(0.f, 1.f);
     float z = 0;
-    for (int j = 0; j < d; ++j) {
-      float v = n(rng);
-      s.x[static_cast<std::size_t>(i * d + j)] = v;
-      z += v * w[static_cast<std::size_t>(j)];
+    for (std::size_t j = 0; j < s.d; ++j) {
+      const float v = n(rng);
+      s.x[static_cast<std::size_t>(i) * s.d + j] = v;
+      z += v * w[j];
     }
     s.y[static_cast<std::size_t>(i)] = u(rng) < sigmoid(z) ? 1.f : 0.f;
   }
   return s;
 }
 
-// Gradient sum (d entries), loss sum and sample count of one shard, packed
-// in the layout that is allreduced.
-void local_gradient(const Shard& s, const std::vector<float>& w, std::vector<float>& out) {
-  const std::size_t d = w.size(), n = s.y.size();
+// Gradient sum (d entries), loss sum and sample count of some samples,
+// packed in the layout that is allreduced.
+void local_gradient(const DataSet& data, const std::vector<std::uint64_t>& ids, const std::vector<float>& w,
+                    std::vector<float>& out) {
+  const std::size_t d = w.size();
   std::fill(out.begin(), out.end(), 0.f);
-  for (std::size_t i = 0; i < n; ++i) {
-    const float* x = &s.x[i * d];
+  for (std::uint64_t i : ids) {
+    const float* x = &data.x[i * d];
+    const float y = data.y[i];
     float z = 0;
     for (std::size_t j = 0; j < d; ++j) z += x[j] * w[j];
-    const float p = sigmoid(z), err = p - s.y[i];
+    const float p = sigmoid(z), err = p - y;
     for (std::size_t j = 0; j < d; ++j) out[j] += err * x[j];
-    out[d] += -(s.y[i] * std::log(p + 1e-7f) + (1 - s.y[i]) * std::log(1 - p + 1e-7f));
+    out[d] += -(y * std::log(p + 1e-7f) + (1 - y) * std::log(1 - p + 1e-7f));
   }
-  out[d + 1] = static_cast<float>(n);
+  out[d + 1] = static_cast<float>(ids.size());
 }
 
 void apply(std::vector<float>& w, const std::vector<float>& sum, float lr) {
@@ -91,25 +104,25 @@ void apply(std::vector<float>& w, const std::vector<float>& sum, float lr) {
   for (std::size_t j = 0; j < d; ++j) w[j] -= lr * sum[j] / sum[d + 1];
 }
 
-// The history (member ids that contributed to each step) and the shard of
-// each member, as bytes: registered state that a spare receives.
-std::vector<std::byte> to_bytes(const std::vector<std::vector<int>>& lists) {
-  std::vector<int> flat;
+// The history (the samples that entered each step), as bytes: registered
+// state that a spare receives.
+std::vector<std::byte> to_bytes(const std::vector<std::vector<std::uint64_t>>& lists) {
+  std::vector<std::uint64_t> flat;
   for (const auto& l : lists) {
-    flat.push_back(static_cast<int>(l.size()));
+    flat.push_back(l.size());
     flat.insert(flat.end(), l.begin(), l.end());
   }
   const auto* b = reinterpret_cast<const std::byte*>(flat.data());
-  return {b, b + flat.size() * sizeof(int)};
+  return {b, b + flat.size() * sizeof(std::uint64_t)};
 }
 
-std::vector<std::vector<int>> from_bytes(std::span<const std::byte> bytes) {
-  std::vector<int> flat(bytes.size() / sizeof(int));
-  std::memcpy(flat.data(), bytes.data(), flat.size() * sizeof(int));
-  std::vector<std::vector<int>> lists;
-  for (std::size_t i = 0; i < flat.size(); i += static_cast<std::size_t>(flat[i]) + 1)
+std::vector<std::vector<std::uint64_t>> from_bytes(std::span<const std::byte> bytes) {
+  std::vector<std::uint64_t> flat(bytes.size() / sizeof(std::uint64_t));
+  std::memcpy(flat.data(), bytes.data(), flat.size() * sizeof(std::uint64_t));
+  std::vector<std::vector<std::uint64_t>> lists;
+  for (std::size_t i = 0; i < flat.size(); i += flat[i] + 1)
     lists.emplace_back(flat.begin() + static_cast<long>(i) + 1,
-                       flat.begin() + static_cast<long>(i) + 1 + flat[i]);
+                       flat.begin() + static_cast<long>(i + 1 + flat[i]));
   return lists;
 }
 
@@ -123,86 +136,97 @@ double realtime_now() {
 
 int train(int argc, char** argv) {
   const int steps = arg(argc, argv, "steps", 60);
-  const int samples = arg(argc, argv, "samples", 4000);
+  const int samples = arg(argc, argv, "samples", 16000);
+  const int batch = arg(argc, argv, "batch", 500);
   const int d = arg(argc, argv, "features", 32);
+  const int grow_at = arg(argc, argv, "grow-at", -1), grow = arg(argc, argv, "grow", 1);
+  const int release_at = arg(argc, argv, "release-at", -1), release = arg(argc, argv, "release", -1);
   const float lr = 0.5f;
 
+  // Made before the Runtime starts: a spare has its data when admitted.
+  const DataSet data = make_data(samples, d);
   ringmend::Runtime rt(&argc, &argv);
   ringmend::Communicator& comm = rt.world();
-  const int world_size = comm.size();
   const int me = comm.member_id();
   if (comm.rank() == 0)
-    std::printf("train_logreg: %d ranks, %d samples x %d features per rank, %d steps; %s\n", world_size,
-                samples, d, steps, rt.fault_tolerance_status().c_str());
-
-  // Member id -> shard index: a member started with the job holds the shard
-  // of its id; a spare takes the shard of the rank it replaces (its rank).
-  std::vector<std::vector<int>> shard_of{{}};  // one list: shard_of[0][id]
-  auto shard_slot = [&](int id) -> int& {
-    auto& map = shard_of[0];
-    if (map.size() <= static_cast<std::size_t>(id)) map.resize(static_cast<std::size_t>(id) + 1, -1);
-    return map[static_cast<std::size_t>(id)];
-  };
-  for (int id : comm.member_ids()) shard_slot(id) = id;
+    std::printf("train_logreg: %d ranks, %d samples x %d features, %d per rank and step, %d steps; %s\n",
+                comm.size(), samples, d, batch, steps, rt.fault_tolerance_status().c_str());
   comm.on_membership_change([&](const ringmend::MembershipChange& m) {
-    for (int id : m.joined) {
-      const auto& ids = comm.member_ids();
-      shard_slot(id) = static_cast<int>(std::find(ids.begin(), ids.end(), id) - ids.begin());
-    }
     if (m.new_rank != 0) return;
-    std::string lost, joined;
-    for (int w : m.lost) lost += (lost.empty() ? "" : ", ") + std::to_string(w);
-    for (int w : m.joined) joined += (joined.empty() ? "" : ", ") + std::to_string(w);
-    std::printf(
-        "membership change: lost member(s) %s; %d -> %d ranks, epoch %llu; rebuilt in %.1f ms "
-        "(revoke+shrink %.1f ms, new plan/shared memory/endpoints %.1f ms)\n",
-        lost.c_str(), m.old_size, m.new_size, static_cast<unsigned long long>(m.new_epoch),
-        m.recovery_seconds * 1e3, m.shrink_seconds * 1e3, m.rebuild_seconds * 1e3);
-    if (!joined.empty())
+    const auto ids = [](const std::vector<int>& v) {
+      std::string s;
+      for (int id : v) s += (s.empty() ? "" : ", ") + std::to_string(id);
+      return s;
+    };
+    if (!m.lost.empty())
       std::printf(
-          "membership change: spare(s) %s admitted in the lost ranks' places, with the model, in %.1f ms\n",
-          joined.c_str(), m.admit_seconds * 1e3);
+          "membership change: lost member(s) %s; %d -> %d ranks, epoch %llu; rebuilt in %.1f ms "
+          "(revoke+shrink %.1f ms, new plan/shared memory/endpoints %.1f ms)\n",
+          ids(m.lost).c_str(), m.old_size, m.new_size, static_cast<unsigned long long>(m.new_epoch),
+          m.recovery_seconds * 1e3, m.shrink_seconds * 1e3, m.rebuild_seconds * 1e3);
+    if (!m.joined.empty())
+      std::printf("membership change: spare(s) %s admitted%s, with the model, in %.1f ms: %d ranks\n",
+                  ids(m.joined).c_str(), m.lost.empty() ? "" : " in the lost ranks' places",
+                  m.admit_seconds * 1e3, m.new_size);
+    if (!m.released.empty())
+      std::printf("membership change: member(s) %s released: %d ranks\n", ids(m.released).c_str(),
+                  m.new_size);
     std::fflush(stdout);
   });
 
   // The state a spare needs to take a rank's place: the model, the step,
-  // the history (for the check at the end) and the shards.
+  // the sampler (where the epoch stands, and the step in flight) and the
+  // history (for the check at the end).
+  ringmend::ElasticSampler sampler(static_cast<std::uint64_t>(samples), static_cast<std::uint32_t>(batch), 1);
   std::vector<float> w(static_cast<std::size_t>(d), 0.f), buf(static_cast<std::size_t>(d) + 2);
-  std::vector<std::vector<int>> contributors_per_step;
+  std::vector<std::vector<std::uint64_t>> history;  // samples that entered each step
   int step = 0;
   comm.register_state("model", std::span<float>(w));
   comm.register_state("step", &step, sizeof step);
+  sampler.register_state(comm, "sampler");
   comm.register_state(
-      "history", [&] { return to_bytes(contributors_per_step); },
-      [&](std::span<const std::byte> b) { contributors_per_step = from_bytes(b); });
-  comm.register_state(
-      "shards", [&] { return to_bytes(shard_of); },
-      [&](std::span<const std::byte> b) { shard_of = from_bytes(b); });
+      "history", [&] { return to_bytes(history); },
+      [&](std::span<const std::byte> b) { history = from_bytes(b); });
   if (comm.joined()) {
-    shard_slot(me) = comm.rank();
-    std::printf("spare %d joined at rank %d, step %d: it takes the shard of rank %d\n", me, comm.rank(), step,
-                comm.rank());
+    std::printf("spare %d joined at rank %d of %d, step %d (epoch %llu of the data)\n", me, comm.rank(),
+                comm.size(), step, static_cast<unsigned long long>(sampler.epoch()));
     std::fflush(stdout);
   }
-  const Shard shard = make_shard(shard_slot(me), samples, d);
   double first_recovered_done = 0;
-  for (; step < steps; ++step) {
-    local_gradient(shard, w, buf);
+  while (step < steps) {
+    local_gradient(data, sampler.next(comm), w, buf);
     ringmend::CollectiveResult r = comm.allreduce(std::span<float>(buf), ringmend::ReduceOp::Sum);
-    std::set<int> who;
-    for (int id : comm.member_ids()) who.insert(shard_slot(id));
-    if (r.contributors > comm.size())
-      for (int id : r.lost) who.insert(shard_slot(id));
-    contributors_per_step.emplace_back(who.begin(), who.end());
-    if (r.recovered && first_recovered_done == 0) first_recovered_done = realtime_now();
+    history.push_back(sampler.complete(comm));
+    if (r.recovered && !r.lost.empty() && first_recovered_done == 0) first_recovered_done = realtime_now();
     apply(w, buf, lr);
-    if (comm.rank() == 0 && (step % 10 == 0 || step == steps - 1 || r.recovered))
-      std::printf("step %3d  loss %.6f  ranks %d%s\n", step,
-                  buf[static_cast<std::size_t>(d)] / buf[static_cast<std::size_t>(d) + 1], r.contributors,
-                  !r.recovered ? ""
-                  : r.joined.empty()
-                      ? "  (recovered: step completed by the survivors)"
-                      : "  (recovered: step completed with the spare in the lost rank's place)");
+    // The registered step names the next one before any request: a spare
+    // that a grow admits resumes there.
+    const int done = step++;
+    if (comm.rank() == 0 && (done % 10 == 0 || done == steps - 1 || r.recovered))
+      std::printf(
+          "step %3d  loss %.6f  ranks %d  samples %zu%s\n", done,
+          buf[static_cast<std::size_t>(d)] / buf[static_cast<std::size_t>(d) + 1], comm.size(),
+          history.back().size(),
+          !r.recovered ? ""
+          : r.joined.empty()
+              ? "  (recovered: step completed by the survivors; the lost rank's samples come next step)"
+              : "  (recovered: step completed with the spare in the lost rank's place)");
+    if (step == grow_at) {
+      const ringmend::CollectiveResult g = comm.grow(grow);
+      if (comm.rank() == 0)
+        std::printf("after step %3d  grow(%d): %zu spare(s) joined: %d ranks\n", done, grow, g.joined.size(),
+                    comm.size());
+    }
+    if (step == release_at) {
+      const int rank = release >= 0 ? release : comm.size() - 1;
+      const ringmend::CollectiveResult g = comm.release({rank});
+      if (g.left) {
+        std::printf("member %d released after step %d: it leaves the job\n", me, done);
+        return 0;
+      }
+      if (comm.rank() == 0)
+        std::printf("after step %3d  release(rank %d): %d ranks\n", done, rank, comm.size());
+    }
   }
 
   int status = 0;
@@ -217,18 +241,11 @@ int train(int argc, char** argv) {
         std::printf("recovery time: %.1f ms from the death of member %d to the next completed allreduce\n",
                     (first_recovered_done - died) * 1e3, victim);
     }
-    // Serial replay with the shards that contributed to each step.
-    std::vector<Shard> shards;
-    for (std::size_t r = 0; r < shard_of[0].size(); ++r)
-      shards.push_back(make_shard(static_cast<int>(r), samples, d));
-    std::vector<float> ref(static_cast<std::size_t>(d), 0.f), sum(buf.size()), part(buf.size());
+    // Serial replay with the samples that entered each step.
+    std::vector<float> ref(static_cast<std::size_t>(d), 0.f), sum(buf.size());
     float final_loss = 0;
-    for (std::size_t t = 0; t < contributors_per_step.size(); ++t) {
-      std::fill(sum.begin(), sum.end(), 0.f);
-      for (int r : contributors_per_step[t]) {
-        local_gradient(shards[static_cast<std::size_t>(r)], ref, part);
-        for (std::size_t j = 0; j < sum.size(); ++j) sum[j] += part[j];
-      }
+    for (const auto& ids : history) {
+      local_gradient(data, ids, ref, sum);
       final_loss = sum[static_cast<std::size_t>(d)] / sum[static_cast<std::size_t>(d) + 1];
       apply(ref, sum, lr);
     }

@@ -76,17 +76,16 @@ std::vector<std::uint64_t> ElasticSampler::next(int rank, std::span<const int> m
                                  : static_cast<std::uint64_t>(rank));
 }
 
-void ElasticSampler::complete(std::span<const int> members) {
+std::vector<std::uint64_t> ElasticSampler::complete(std::span<const int> members) {
   if (!in_flight_)
     throw Error(Errc::InvalidArgument, "ElasticSampler::complete: no step in flight (call next())");
   std::vector<bool> consumed(plan_.size(), false);
   for (std::size_t p = 0; p < plan_.size(); ++p) consumed[p] = contains(members, plan_[p]);
   for (std::size_t q = 0; q < members.size() && q < plan_.size(); ++q)
     if (!contains(plan_, members[q])) consumed[q] = true;  // a joiner computed position q
-  std::vector<std::uint64_t> again;
+  std::vector<std::uint64_t> again, used;
   for (std::size_t p = 0; p < plan_.size(); ++p)
-    if (!consumed[p])
-      for (std::uint64_t id : share(p)) again.push_back(id);
+    for (std::uint64_t id : share(p)) (consumed[p] ? used : again).push_back(id);
   // Samples dealt out again that this step did not reach stay first.
   if (returned_.size() > plan_count_)
     again.insert(again.end(), returned_.begin() + static_cast<std::ptrdiff_t>(plan_count_), returned_.end());
@@ -99,6 +98,7 @@ void ElasticSampler::complete(std::span<const int> members) {
     ++epoch_;
     start_epoch();
   }
+  return used;
 }
 
 std::vector<std::byte> ElasticSampler::save() const {

@@ -235,7 +235,7 @@ void Runtime::start(int* argc, char*** argv) {
     tell_launcher(impl_->outcome_fd, std::string(outcome::kAdmitted) + "=1");
   }
   impl_->world->on_membership_change([impl = impl_.get()](const MembershipChange& change) {
-    ++impl->recoveries;
+    if (!change.lost.empty()) ++impl->recoveries;  // a grow or a release recovers nothing
     impl->lost.insert(impl->lost.end(), change.lost.begin(), change.lost.end());
   });
 }

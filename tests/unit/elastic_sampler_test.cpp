@@ -59,9 +59,16 @@ struct Job {
   // The collective returned: what entered it is counted, then every member
   // completes the step, and all agree on where the epoch stands.
   void complete() {
+    std::vector<std::uint64_t> entered;
     for (const auto& [id, ids] : batch)
-      for (std::uint64_t s : ids) ++counted[s];
-    for (int id : view) sampler.at(id).complete(view);
+      for (std::uint64_t s : ids) ++counted[s], entered.push_back(s);
+    std::sort(entered.begin(), entered.end());
+    for (int id : view) {
+      // What complete() says the step consumed is what entered the result.
+      auto used = sampler.at(id).complete(view);
+      std::sort(used.begin(), used.end());
+      EXPECT_EQ(used, entered);
+    }
     const ElasticSampler& first = sampler.at(view[0]);
     for (int id : view) {
       EXPECT_EQ(sampler.at(id).epoch(), first.epoch());

@@ -68,8 +68,10 @@ class ElasticSampler {
   // returns this member's share of that step again.
   std::vector<std::uint64_t> next(const Communicator& comm) { return next(comm.rank(), comm.member_ids()); }
   // After the step's collective returned on every member: counts what it
-  // consumed; the epoch ends, and the next begins, when nothing is left.
-  void complete(const Communicator& comm) { complete(comm.member_ids()); }
+  // consumed, and returns those samples' ids (the same on every member: what
+  // the step's result contains); the epoch ends, and the next begins, when
+  // nothing is left.
+  std::vector<std::uint64_t> complete(const Communicator& comm) { return complete(comm.member_ids()); }
   // Registers the sampler's state with `comm` under `name`.
   void register_state(Communicator& comm, const std::string& name) {
     comm.register_state(
@@ -79,7 +81,7 @@ class ElasticSampler {
   // The same on plain data: `rank` and `members` (member id per rank) as
   // Communicator::rank() and member_ids() give them.
   std::vector<std::uint64_t> next(int rank, std::span<const int> members);
-  void complete(std::span<const int> members);
+  std::vector<std::uint64_t> complete(std::span<const int> members);
   std::vector<std::byte> save() const;
   void load(std::span<const std::byte> bytes);  // Error(InvalidArgument) if it is not a saved sampler
 
