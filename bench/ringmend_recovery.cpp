@@ -2,7 +2,8 @@
 //
 //   ringmend_recovery [--mode ringmend|ulfm] [--init-only] [-r ROUNDS] [-s SIZE]
 //                     [--settle N] [--phase start|reduce_scatter]
-//                     [--victim middle|last] [--record FILE] [--json FILE]
+//                     [--victim middle|last] [--spares S] [--state SIZE]
+//                     [--record FILE] [--json FILE]
 //
 // Each round, after N settle allreduces and a barrier, one rank SIGKILLs
 // itself in an allreduce of SIZE bytes (float, sum), the survivors recover
@@ -16,6 +17,11 @@
 //       shrink   revoke + MPIX_Comm_shrink (which agrees on the failed set)
 //       rebuild  new plan, node shared memory, UCX endpoints, agreement on
 //                the new epoch
+//     admit      with --spares: a spare admitted in the victim's place
+//                (MembershipChange::admit_seconds: a round of the spare
+//                pool, the grown epoch, the state sent, an agreement), of
+//                which
+//       state    the registered state (--state bytes) sent to the joiner
 //     reexec     membership-change callback -> the interrupted allreduce
 //                returns (its re-execution over the survivors)
 //     first      death -> the interrupted allreduce returns
@@ -110,6 +116,8 @@ struct Options {
   int settle = 20;
   std::string phase = "reduce_scatter";
   std::string victim = "middle";
+  int spares = 0;               // the last processes wait as spares (RINGMEND_SPARES)
+  std::size_t state_bytes = 0;  // registered state a joiner receives
   std::string record;
   std::string json;
 };
@@ -118,7 +126,7 @@ struct Options {
   std::fprintf(stderr,
                "%s: %s\n"
                "usage: %s [--mode ringmend|ulfm] [--init-only] [-r ROUNDS] [-s SIZE] [--settle N]\n"
-               "       [--phase start|reduce_scatter] [--victim middle|last]\n"
+               "       [--phase start|reduce_scatter] [--victim middle|last] [--spares S] [--state SIZE]\n"
                "       [--record FILE] [--json FILE]\n",
                kProgram, why.c_str(), kProgram);
   std::exit(2);
@@ -166,6 +174,13 @@ Options parse(int argc, char** argv) {
     } else if (a == "--victim") {
       o.victim = next();
       if (o.victim != "middle" && o.victim != "last") usage("--victim takes middle or last");
+    } else if (a == "--spares") {
+      o.spares = parse_int(a, next(), 0);
+    } else if (a == "--state") {
+      const std::string v = next();
+      const auto b = rb::parse_bytes(v);
+      if (!b || *b > (std::size_t{1} << 30)) usage("bad state size '" + v + "' (0 to 1G)");
+      o.state_bytes = *b;
     } else if (a == "--record") {
       o.record = next();
       if (o.record.empty()) usage("--record needs a file name");
@@ -448,17 +463,24 @@ double sum_of_inputs(const std::vector<int>& world_ranks) {
 
 struct Seen {
   int calls = 0;
-  double at = 0, recovery_seconds = 0, shrink_seconds = 0, rebuild_seconds = 0;
-  std::vector<int> lost;
+  double at = 0, recovery_seconds = 0, shrink_seconds = 0, rebuild_seconds = 0, admit_seconds = 0,
+         state_seconds = 0;
+  std::vector<int> lost, joined;
 };
 
 int run_ringmend(const Options& o, int argc, char** argv) {
-  int rank = 0, n = 1;
+  int rank = 0, world = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  if (o.rounds > n - 1) {
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  const int n = world - o.spares;  // members
+  if (o.spares < 0 || o.rounds > n - 1) {
     if (rank == 0)
-      std::fprintf(stderr, "%s: %d round(s) need at least %d ranks\n", kProgram, o.rounds, o.rounds + 1);
+      std::fprintf(stderr, "%s: %d round(s) need at least %d members besides %d spare(s)\n", kProgram,
+                   o.rounds, o.rounds + 1, o.spares);
+    return 2;
+  }
+  if (o.spares > 0 && o.phase != "reduce_scatter" && o.phase != "start") {
+    if (rank == 0) std::fprintf(stderr, "%s: --spares needs --phase start or reduce_scatter\n", kProgram);
     return 2;
   }
   if (const char* f = std::getenv("RINGMEND_FAULT"); f && *f) {
@@ -483,6 +505,7 @@ int run_ringmend(const Options& o, int argc, char** argv) {
   }
   ::setenv("RINGMEND_FAULT", spec.c_str(), 1);
   ::setenv("RINGMEND_FAULT_RECORD", record.c_str(), 1);
+  if (o.spares > 0) ::setenv("RINGMEND_SPARES", std::to_string(o.spares).c_str(), 1);
 
   rb::JobLayout layout = rb::job_layout(MPI_COMM_WORLD);
   rb::JsonFile json_file;
@@ -513,38 +536,57 @@ int run_ringmend(const Options& o, int argc, char** argv) {
       seen.recovery_seconds = m.recovery_seconds;
       seen.shrink_seconds = m.shrink_seconds;
       seen.rebuild_seconds = m.rebuild_seconds;
+      seen.admit_seconds = m.admit_seconds;
+      seen.state_seconds = m.state_seconds;
       seen.lost = m.lost;
+      seen.joined = m.joined;
     });
+    // A spare admitted in a round resumes it at the allreduce that lost the
+    // victim: the round and the state are registered.
+    int first_round = 0;
+    std::vector<std::byte> state(o.state_bytes, std::byte{7});
+    comm.register_state("round", &first_round, sizeof first_round);
+    if (!state.empty()) comm.register_state("state", state.data(), state.size());
+    bool resuming = comm.joined();
     const std::size_t count = o.bytes / sizeof(float);
     std::vector<float> in(count, static_cast<float>(comm.member_id() + 1)), out(count, 0.f);
-    const std::vector<std::string> names = {"detect", "shrink", "rebuild", "recovery", "reexec", "first"};
+    std::vector<std::string> names = {"detect", "shrink", "rebuild", "recovery", "reexec", "first"};
+    if (o.spares > 0) names.insert(names.begin() + 4, {"admit", "state"});
     if (rank == 0) print_header(o, n, names);
 
-    for (int k = 0; k < o.rounds; ++k) {
+    for (int k = first_round; k < o.rounds; ++k) {
       const int victim = victims[static_cast<std::size_t>(k)];
       Round row;
       row.round = k + 1;
       row.victim = victim;
       row.ranks_before = comm.size();
       const std::vector<int> before = comm.member_ids();
-      for (int i = 0; i < o.settle; ++i)
-        comm.allreduce(in.data(), out.data(), count, ringmend::DataType::Float32, ringmend::ReduceOp::Sum);
-      comm.barrier();
-      if (comm.collectives_called() + 1 != kill_call(k))
-        throw std::logic_error("collective count " + std::to_string(comm.collectives_called()) +
-                               " does not match the fault rule (call " + std::to_string(kill_call(k)) + ")");
+      if (!resuming) {
+        first_round = k;  // what a spare admitted in this round resumes
+        for (int i = 0; i < o.settle; ++i)
+          comm.allreduce(in.data(), out.data(), count, ringmend::DataType::Float32, ringmend::ReduceOp::Sum);
+        comm.barrier();
+        if (comm.collectives_called() + 1 != kill_call(k))
+          throw std::logic_error("collective count " + std::to_string(comm.collectives_called()) +
+                                 " does not match the fault rule (call " + std::to_string(kill_call(k)) +
+                                 ")");
+      }
       seen = Seen{};
       const ringmend::CollectiveResult r =
           comm.allreduce(in.data(), out.data(), count, ringmend::DataType::Float32, ringmend::ReduceOp::Sum);
       const double done = realtime_now();
       row.ranks_after = comm.size();
 
-      // The result: the survivors' inputs, or everyone's if a survivor had
-      // completed the call before the failure.
-      const double expect = sum_of_inputs(r.contributors == row.ranks_before ? before : comm.member_ids());
+      // The result: the inputs of the members after the call (survivors and
+      // joiners), or everyone's before it if a survivor had completed the
+      // call before the failure (then the change shows in the next call).
+      const double expect = sum_of_inputs(r.recovered || resuming ? comm.member_ids() : before);
       const long wrong = count_wrong(out, expect);
-      const bool ok = r.recovered && r.lost == std::vector<int>{victim} && seen.calls == 1 &&
-                      seen.lost == std::vector<int>{victim};
+      const bool replaced = o.spares - k > 0;  // a spare waits for this round's victim
+      const bool ok =
+          resuming || (r.recovered && r.lost == std::vector<int>{victim} && seen.calls == 1 &&
+                       seen.lost == std::vector<int>{victim} && r.joined.size() == (replaced ? 1u : 0u));
+      resuming = false;
       if (!ok && rank == 0)
         std::fprintf(stderr,
                      "%s: round %d: expected world rank %d to die and one recovery; recovered=%d, lost %zu "
@@ -555,18 +597,21 @@ int run_ringmend(const Options& o, int argc, char** argv) {
       if (rank == 0) died = death_time(record, victim).value_or(0);
       comm.broadcast(&died, sizeof died, 0);
       row.death_time_known = died > 0;
-      const double start = seen.at - seen.recovery_seconds;
+      const double start = seen.at - seen.recovery_seconds - seen.admit_seconds;
       std::vector<double> mine = {row.death_time_known ? (start - died) * 1e3 : 0,
                                   seen.shrink_seconds * 1e3,
                                   seen.rebuild_seconds * 1e3,
                                   seen.recovery_seconds * 1e3,
                                   (done - seen.at) * 1e3,
                                   row.death_time_known ? (done - died) * 1e3 : 0};
-      if (!ok) std::fill(mine.begin(), mine.end(), 0.0);
-      summarize(row, names, mine, !ok, wrong, comm.size(), [&](std::vector<double>& v, bool max) {
-        comm.allreduce(v.data(), v.size(), ringmend::DataType::Float64,
-                       max ? ringmend::ReduceOp::Max : ringmend::ReduceOp::Sum);
-      });
+      if (o.spares > 0) mine.insert(mine.begin() + 4, {seen.admit_seconds * 1e3, seen.state_seconds * 1e3});
+      // A joiner saw no change (it has nothing to time): the survivors' figures stand.
+      if (!ok || seen.calls == 0) std::fill(mine.begin(), mine.end(), 0.0);
+      summarize(row, names, mine, !ok, wrong, comm.size() - static_cast<int>(seen.joined.size()),
+                [&](std::vector<double>& v, bool max) {
+                  comm.allreduce(v.data(), v.size(), ringmend::DataType::Float64,
+                                 max ? ringmend::ReduceOp::Max : ringmend::ReduceOp::Sum);
+                });
       if (rank == 0) print_round(row);
       rows.push_back(row);
       if (!row.ok || row.wrong != 0) {
@@ -593,6 +638,8 @@ int run_ringmend(const Options& o, int argc, char** argv) {
     json.field("settle", o.settle);
     json.field("phase", o.phase);
     json.field("victim_policy", o.victim);
+    json.field("spares", o.spares);
+    json.field("state_bytes", o.state_bytes);
     json.field("fault_spec", spec);
     json.field("record_file", record);
     json.end_object();
@@ -779,6 +826,8 @@ int run_ulfm(const Options& o, int argc, char** argv) {
     json.field("op", "sum");
     json.field("settle", o.settle);
     json.field("victim_policy", o.victim);
+    json.field("spares", o.spares);
+    json.field("state_bytes", o.state_bytes);
     json.field("record_file", record);
     json.end_object();
     json_rounds(json, rows, o.mode);

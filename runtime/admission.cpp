@@ -79,6 +79,8 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
   change.joined = missing_from(epoch_->members, view_.members);
   change.released = released;
   change.admit_seconds = seconds_since(start);
+  change.state_seconds = state_seconds_;
+  change.state_bytes = state_bytes_;
   pending_ = change;
   set_log_place(epoch_->my_id(), epoch_->number);
   char took[32];
@@ -156,9 +158,12 @@ bool Communicator::Impl::install_grown(std::unique_ptr<membership::Epoch> next,
 
 void Communicator::Impl::transfer_state(std::uint64_t joiner_next_seq) {
   const membership::Epoch& e = *epoch_;
+  state_seconds_ = 0;
+  state_bytes_ = 0;
   // A release without joiners: nobody needs the state.
   if (std::none_of(e.infos.begin(), e.infos.end(), [](const membership::MemberInfo& m) { return m.joining; }))
     return;
+  const auto start = Clock::now();
   int root = -1;
   for (int r = 0; r < e.size && root < 0; ++r)
     if (!e.infos[static_cast<std::size_t>(r)].joining) root = r;
@@ -189,6 +194,8 @@ void Communicator::Impl::transfer_state(std::uint64_t joiner_next_seq) {
     if (bytes > 0) broadcast_bytes(received.data(), bytes, root, kStateTransferSeq);
     if (joining) state.stage(name, std::move(received));
   }
+  for (const auto& entry : d.entries) state_bytes_ += entry.second;
+  state_seconds_ = seconds_since(start);
   if (joining) seq = current_seq_ = d.next_seq - 1;
 }
 

@@ -151,6 +151,9 @@ struct Communicator::Impl final : transport::WaitContext {
   // Where spares wait (null without spares), and the size the job keeps.
   std::unique_ptr<membership::SparePool> pool_;
   int target_size_ = 0;
+  // The last state transfer to joiners (for MembershipChange).
+  double state_seconds_ = 0;
+  std::size_t state_bytes_ = 0;
   bool requesting_ = false;                   // in the call of a grow or release request
   std::unique_ptr<membership::Epoch> epoch_;  // the last epoch every member agreed on
   View view_;

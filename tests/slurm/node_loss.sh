@@ -57,7 +57,7 @@ batch 240 "$work/job.out" -N 2 --ntasks-per-node=2 --overcommit -- \
   "export RINGMEND_TIMEOUT=60" \
   "for attempt in 1 2 3; do" \
   "  echo \"launch \$attempt\"" \
-  "  '$run' --exclude-file '$lost' '$train' --steps=4000" \
+  "  '$run' --exclude-file '$lost' '$train' --steps=4000 --batch=4000" \
   "  rc=\$?" \
   "  echo \"launch \$attempt: exit status \$rc\"" \
   "  [ \$rc -eq 5 ] || break" \

@@ -21,7 +21,7 @@ has "ringmend-run placed 2+2 ranks with fault tolerance" "4 ranks on n1:2,n2:2; 
 has "the program started with fault tolerance" "train_logreg: 4 ranks" "fault tolerance on (ULFM)"
 has "rank 2 was killed" "fault injection: member 2 SIGKILLs itself"
 has "the survivors recovered" "membership change: lost member(s) 2; 4 -> 3 ranks" \
-  "(recovered: step completed by the survivors)" "recovery time:"
+  "(recovered: step completed by the survivors" "recovery time:"
 has "the result is right" "final loss" "on 3 ranks" "MATCHES the reference"
 has "ringmend-run's summary names the loss and its node" \
   "summary: 4 ranks started, 3 finished normally, 1 lost; 1 recovery, final size 3 (epoch 1)" \

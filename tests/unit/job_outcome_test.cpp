@@ -108,6 +108,23 @@ TEST(Judge, SparesAreCountedApartFromTheRanks) {
   EXPECT_EQ(text.find("member 4"), std::string::npos) << text;
 }
 
+TEST(Judge, ReleasedMembersAreNeitherFinishedNorLost) {
+  // Member 2 was released (it left and exited 0); member 3 was released too
+  // but then exited 1: its own verdict, which the job passes on.
+  const std::vector<RankRecord> records{
+      finished(0, 1, 2, 0), finished(1, 1, 2, 0),
+      rank(2, RankRecord::End::Exited, 0,
+           "started=1 released=1 finished=1 epoch=0 size=4 recoveries=0 lost=-")};
+  const Verdict v = judge(records, started(3));
+  EXPECT_EQ(v.exit_status, 0);
+  EXPECT_NE(all(v).find("3 ranks started, 2 finished normally, 1 released, 0 lost"), std::string::npos)
+      << all(v);
+  auto failing = records;
+  failing.push_back(rank(3, RankRecord::End::Exited, 1,
+                         "started=1 released=1 finished=1 epoch=0 size=4 recoveries=0 lost=-"));
+  EXPECT_EQ(judge(failing, started(4)).exit_status, 1);
+}
+
 TEST(Judge, NoRankFinishedIsAFailure) {
   const Verdict v = judge({rank(0, RankRecord::End::Signaled, SIGSEGV, "started=1"),
                            rank(1, RankRecord::End::Signaled, SIGSEGV, "started=1")},

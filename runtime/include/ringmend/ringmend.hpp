@@ -57,7 +57,9 @@ struct MembershipChange {
   double recovery_seconds = 0;  // failure noticed -> membership rebuilt, of which:
   double shrink_seconds = 0;    //   revoke + shrink (MPIX_Comm_shrink agrees on the failed set)
   double rebuild_seconds = 0;   //   new plan, shared memory, UCX endpoints, agreement on the epoch
-  double admit_seconds = 0;     // spares admitted and given the state (after the recovery proper)
+  double admit_seconds = 0;     // spares admitted and given the state (after the recovery proper), of which:
+  double state_seconds = 0;     //   the registered state sent to the joiners
+  std::size_t state_bytes = 0;  //   its size
   int attempts = 1;             // shrinks needed (more when ranks die during recovery)
 };
 
