@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Replacement against shrink-only recovery and a restart, on one node:
+# death -> first completed collective with a spare admitted in the dead
+# rank's place, for registered state of 0, 1 MiB and 64 MiB; the same with
+# no spare (the job shrinks); and the wall time of a restarted job of N
+# ranks (start, one allreduce, shutdown). Each figure: min/median/max over
+# REPEATS jobs of one round. The bound checked: replacement <= shrink-only
+# + state / point-to-point bandwidth (ringmend_p2p_bw, shared memory, same
+# run) + 10 ms.
+#
+#   bench/replacement.sh BENCH_DIR [RANKS] [REPEATS]
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+bin=$1 n=${2:-4} repeats=${3:-3}
+ft="$here/../scripts/ft-mpirun"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['rows'][0][sys.argv[2]])" "$1" "$2"; }
+echo "# replacement benchmark: $n ranks on $(hostname) ($(nproc) cores: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)), $repeats jobs per figure"
+"$ft" --oversubscribe -np 2 "$bin/ringmend_p2p_bw" -m 1M:64M --transport shm -i 20 >"$work/p2p" 2>&1
+for state in 0 1M 64M; do
+  for r in $(seq "$repeats"); do
+    timeout -k 5 120 "$ft" --oversubscribe -np $((n + 1)) "$bin/ringmend_recovery" -r 1 --spares 1 --state "$state" \
+      --json "$work/rep.$state.$r.json" >"$work/rep.$state.$r.out" 2>&1 || { cat "$work/rep.$state.$r.out"; exit 1; }
+  done
+done
+for r in $(seq "$repeats"); do
+  timeout -k 5 120 "$ft" --oversubscribe -np "$n" "$bin/ringmend_recovery" -r 1 --json "$work/shrink.$r.json" \
+    >"$work/shrink.$r.out" 2>&1 || { cat "$work/shrink.$r.out"; exit 1; }
+  start=$(date +%s.%N)
+  timeout -k 5 120 "$ft" --oversubscribe -np "$n" "$bin/ringmend_recovery" --init-only >"$work/init.$r.out" 2>&1
+  echo "$(date +%s.%N) - $start" | bc >"$work/restart.$r"
+done
+python3 - "$work" "$repeats" <<'PY'
+import json, statistics, sys, glob
+work, reps = sys.argv[1], int(sys.argv[2])
+def rows(pattern): return [json.load(open(f))["rows"][0] for f in sorted(glob.glob(f"{work}/{pattern}"))]
+def mmm(v): return f"{min(v):8.2f} {statistics.median(v):8.2f} {max(v):8.2f}"
+p2p = {}
+for line in open(f"{work}/p2p"):
+    parts = line.split()
+    if parts and parts[0].isdigit(): p2p[int(parts[0])] = float(parts[1]) * 1e6  # bytes/s
+shrink = [r["first_ms"] for r in rows("shrink.*.json")]
+restart = [float(open(f).read()) * 1e3 for f in sorted(glob.glob(f"{work}/restart.*"))]
+print(f"# shrink-only: death -> first collective (ms, min median max): {mmm(shrink)}")
+print(f"# restart of the job (ms, wall time of start + one allreduce + shutdown): {mmm(restart)}")
+print("# state   | replacement first (ms)     | admit (ms)                 | state sent (ms)            | state GB/s | bound (ms) | within")
+ok = True
+for state, size in (("0", 0), ("1M", 1 << 20), ("64M", 64 << 20)):
+    rr = rows(f"rep.{state}.*.json")
+    first = [r["first_ms"] for r in rr]; admit = [r["admit_ms"] for r in rr]; sent = [r["state_ms"] for r in rr]
+    bw = size / (statistics.median(sent) / 1e3) / 1e9 if size and statistics.median(sent) > 0 else float("nan")
+    p2p_bw = p2p.get(size, max(p2p.values()) if p2p else 1)
+    bound = statistics.median(shrink) + (size / p2p_bw * 1e3 if size else 0) + 10
+    within = statistics.median(first) <= bound
+    ok = ok and within
+    print(f"{state:>7}   | {mmm(first)} | {mmm(admit)} | {mmm(sent)} | {bw:10.2f} | {bound:10.2f} | {'yes' if within else 'NO'}")
+print("# bound: median shrink-only + state / p2p bandwidth (ringmend_p2p_bw, shm: " +
+      ", ".join(f"{k >> 20} MiB {v / 1e9:.1f} GB/s" for k, v in sorted(p2p.items()) if k in (1 << 20, 64 << 20)) + ") + 10 ms")
+sys.exit(0 if ok else 1)
+PY
