@@ -71,20 +71,11 @@ SparePool::SparePool(MPI_Comm world, int spares, ulfm::CommHandle& members) {
 }
 
 SparePool::SparePool(MPI_Comm members) {
-  for (int attempt = 0;; ++attempt) {
-    int rc = MPI_SUCCESS;
-    ulfm::ShrinkOutcome live = ulfm::shrink(members, rc);
-    if (rc != MPI_SUCCESS) {
-      if (!ulfm::is_failure_error(rc) || attempt >= kMaxAttempts)
-        throw Error(Errc::Internal, "member pool: MPIX_Comm_shrink failed: " + ulfm::error_string(rc));
-      continue;
-    }
-    pool_ = std::move(live.comm);
-    int size = 0;
-    MPI_Comm_size(pool_.get(), &size);
-    for (int r = 0; r < size; ++r) member_ranks_.push_back(r);
-    return;
+  for (int attempt = 0; !shrink_to_live(members, attempt); ++attempt) {
   }
+  int size = 0;
+  MPI_Comm_size(pool_.get(), &size);
+  for (int r = 0; r < size; ++r) member_ranks_.push_back(r);
 }
 
 bool SparePool::wait_for_round() {
