@@ -23,6 +23,10 @@ struct AllreduceArgs {
   // when it is final and still in cache, overlapped with the communication,
   // rather than the whole message once at the end.
   void* retain = nullptr;
+  // Asked by the runtime where the algorithm can finish together
+  // (Algorithm::finishes_together): no rank returns before every rank has
+  // finished, so no survivor can need a result retained for a catch-up.
+  bool finish_together = false;
   std::size_t bytes() const { return count * size_of(type); }
 };
 

@@ -285,6 +285,13 @@ void shm_allreduce(AlgorithmId path, ShmNode& node, transport::Channel* inter, c
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     node.control(node.local()).done.publish(call);
+    // Nothing after this wait can fail the call, and a rank's `done` is
+    // its last step, so once any rank is past it every rank finishes.
+    if (a.finish_together) {
+      if (layout.multi_node())
+        throw std::logic_error("shared-memory allreduce: finish together across nodes");
+      shm_wait(node, ctx, [&] { return node.all_at_least(&ShmRankControl::done, call); });
+    }
     ctx.on_phase(Phase::End, 0);
   });
 }

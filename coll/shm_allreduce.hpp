@@ -28,7 +28,10 @@
 // Failures: every wait polls the node peers' pidfds and the runtime's
 // WaitContext. A failure noticed while waiting ends the call only when
 // nothing can progress any more (a peer may exit once it has done its
-// part). The runtime still retains every result for a catch-up.
+// part). On one node a pipelined call can finish together: each rank,
+// once done, waits until every local rank is done, so that no rank returns
+// from a call that another survivor is still in (a handshake, where the
+// runtime would otherwise copy a large result aside for a catch-up).
 #pragma once
 
 #include <cstddef>
@@ -69,6 +72,7 @@ class ShmPipelinedAllreduce final : public Algorithm {
   }
   // The ring neighbours on this rank's rail.
   std::vector<int> peers(const Layout& layout, int rank) const override;
+  bool finishes_together(const Layout& layout, std::size_t) const override { return !layout.multi_node(); }
   void run(const Call& call, const Channels& channels, const Layout& layout, const Tuning& tuning,
            transport::WaitContext& ctx) const override;
 };

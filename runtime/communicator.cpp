@@ -186,9 +186,20 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
   if (c.kind == coll::CollectiveKind::Allreduce) {
     call.allreduce = {c.input, c.output, c.count, c.type, c.op, call_seq};
   }
-  // The result is retained (for a survivor that misses the end of this
-  // call). Out of place, the algorithms write the caller's buffer and copy
-  // each final part into the retained buffer while it is in cache; in
+  // Out of place, where the call can finish together (on one node, see
+  // coll/shm_allreduce.hpp), the result goes straight to the caller and
+  // nothing is retained: every survivor finishes it or none does.
+  if (c.kind == coll::CollectiveKind::Allreduce && c.input != c.output &&
+      algorithm.finishes_together(e.layout, bytes)) {
+    call.allreduce.finish_together = true;
+    algorithm.run(call, e.channels(), e.layout, tuning(), *this);
+    retained_seq_[call_seq % 2] = 0;
+    retained_bytes_[call_seq % 2] = 0;
+    return;
+  }
+  // Otherwise the result is retained (for a survivor that misses the end of
+  // this call). Out of place, the algorithms write the caller's buffer and
+  // copy each final part into the retained buffer while it is in cache; in
   // place, the input must stay intact until the end, so they write the
   // retained buffer, copied out at the end.
   auto& out = scratch_for(call_seq, bytes);
