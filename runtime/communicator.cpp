@@ -133,10 +133,16 @@ std::vector<std::byte>& Communicator::Impl::scratch_for(std::uint64_t call_seq, 
 void Communicator::Impl::check() {
   if (epoch_->monitor && epoch_->monitor->failure_noticed())
     throw transport::Interrupted("MPI reported a failed process or a revoked communicator");
-  if (has_deadline_ && Clock::now() > deadline_)
+  if (!has_deadline_) return;
+  if (!deadline_set_) {
+    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(settings_.timeout_seconds));
+    deadline_set_ = true;
+  } else if (Clock::now() > deadline_) {
     throw Error(Errc::Timeout, "collective #" + std::to_string(current_seq_) + " did not complete within " +
                                    std::to_string(settings_.timeout_seconds) +
                                    " s (RINGMEND_TIMEOUT); is every rank calling it?");
+  }
 }
 
 void Communicator::Impl::on_phase(transport::Phase phase, int step) {
@@ -269,14 +275,13 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
     result.epoch = epoch_->number;
     return result;
   }
-  // The deadline covers this call only, however it ends.
+  // The deadline covers this call only, however it ends (check() sets it).
   has_deadline_ = settings_.timeout_seconds > 0;
+  deadline_set_ = false;
   struct DeadlineOff {
     bool& flag;
     ~DeadlineOff() { flag = false; }
   } deadline_off{has_deadline_};
-  deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                 std::chrono::duration<double>(settings_.timeout_seconds));
   bool catching_up = false;
   std::vector<membership::MemberInfo> states;
   for (;;) {

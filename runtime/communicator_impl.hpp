@@ -172,8 +172,12 @@ struct Communicator::Impl final : transport::WaitContext {
   std::array<std::uint64_t, 2> retained_seq_{0, 0};
   std::array<std::size_t, 2> retained_bytes_{0, 0};
   std::uint64_t current_seq_ = 0;  // collective being executed (fault injection)
+  // The deadline of the current call (RINGMEND_TIMEOUT): set on the call's
+  // first failure poll, not at its start, so that a call that never waits
+  // long reads no clock.
   std::chrono::steady_clock::time_point deadline_;
-  bool has_deadline_ = false;
+  bool has_deadline_ = false;  // a call with a timeout is running
+  bool deadline_set_ = false;  // ... and deadline_ holds its deadline
 };
 
 }  // namespace ringmend

@@ -245,7 +245,7 @@ Runtime::~Runtime() {
   if (std::uncaught_exceptions() == 0) {
     const Communicator& w = *impl_->world;
     std::string lost;
-    for (int id : impl_->lost) lost += (lost.empty() ? "" : ",") + std::to_string(id);
+    for (int id : impl_->lost) lost.append(lost.empty() ? "" : ",").append(std::to_string(id));
     // When the application's last call was done: the launcher measures the
     // shutdown from here.
     char now[32];

@@ -53,31 +53,6 @@ std::unique_ptr<ShmNode> ShmNode::open(const std::string& name, const ShmLayout&
   return std::make_unique<ShmNode>(ShmSegment::open_shared(name, layout.total), layout, local, pids);
 }
 
-ShmRankControl& ShmNode::control(int r) const {
-  auto* base = reinterpret_cast<ShmRankControl*>(segment_.data() + layout_.control_offset);
-  return base[r];
-}
-
-std::byte* ShmNode::small_slot(int r, std::uint64_t call) const {
-  const std::size_t slot = ShmLayout::kSlotHeader + layout_.small_bytes;
-  return segment_.data() + layout_.small_offset + (static_cast<std::size_t>(r) * 2 + call % 2) * slot;
-}
-
-std::byte* ShmNode::result_slot(int r, std::uint64_t call) const {
-  return segment_.data() + layout_.result_offset +
-         (static_cast<std::size_t>(r) * 2 + call % 2) * layout_.small_bytes;
-}
-
-std::byte* ShmNode::buffers(int r) const {
-  return segment_.data() + layout_.buffer_offset + static_cast<std::size_t>(r) * layout_.buffer_bytes;
-}
-
-bool ShmNode::all_at_least(ShmCounter ShmRankControl::*counter, std::uint64_t value) const {
-  for (int r = 0; r < layout_.ranks; ++r)
-    if ((control(r).*counter).load() < value) return false;
-  return true;
-}
-
 void ShmNode::check_peers() const {
   if (int i = watch_.exited(); i >= 0)
     throw Interrupted("shared memory: local rank " + std::to_string(i) + " (" + watch_.describe_exit(i) +

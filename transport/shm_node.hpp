@@ -68,14 +68,26 @@ class ShmNode {
   int size() const { return layout_.ranks; }
   const ShmLayout& layout() const { return layout_; }
 
-  ShmRankControl& control(int r) const;
-  std::byte* small_slot(int r, std::uint64_t call) const;  // descriptor at offset 0
+  // The accessors are inline: the one-shot path calls them a few times per
+  // call, and a call takes a few hundred nanoseconds.
+  ShmRankControl& control(int r) const {
+    return reinterpret_cast<ShmRankControl*>(segment_.data() + layout_.control_offset)[r];
+  }
+  std::byte* small_slot(int r, std::uint64_t call) const {  // descriptor at offset 0
+    const std::size_t slot = ShmLayout::kSlotHeader + layout_.small_bytes;
+    return segment_.data() + layout_.small_offset + (static_cast<std::size_t>(r) * 2 + call % 2) * slot;
+  }
   std::byte* small_data(int r, std::uint64_t call) const {
     return small_slot(r, call) + ShmLayout::kSlotHeader;
   }
-  std::byte* result_slot(int r, std::uint64_t call) const;
+  std::byte* result_slot(int r, std::uint64_t call) const {
+    return segment_.data() + layout_.result_offset +
+           (static_cast<std::size_t>(r) * 2 + call % 2) * layout_.small_bytes;
+  }
   // Local rank r's pipeline buffers (layout().buffer_bytes).
-  std::byte* buffers(int r) const;
+  std::byte* buffers(int r) const {
+    return segment_.data() + layout_.buffer_offset + static_cast<std::size_t>(r) * layout_.buffer_bytes;
+  }
   // Reserves the first `bytes` of this rank's pipeline buffers (at most all
   // of them; ShmSegment::reserve), growing what earlier calls reserved: a
   // call of S bytes writes at most the first S bytes of them, so an epoch
@@ -85,7 +97,11 @@ class ShmNode {
   std::string reserve_buffers(std::size_t bytes);
 
   // True when `counter` of every local rank is at least `value`.
-  bool all_at_least(ShmCounter ShmRankControl::*counter, std::uint64_t value) const;
+  bool all_at_least(ShmCounter ShmRankControl::*counter, std::uint64_t value) const {
+    for (int r = 0; r < layout_.ranks; ++r)
+      if ((control(r).*counter).load() < value) return false;
+    return true;
+  }
 
   // Throws Interrupted if a process of this node has exited.
   void check_peers() const;
