@@ -3,6 +3,7 @@
 // the next epoch after every membership change.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -30,6 +31,7 @@ struct Epoch {
   bool ready = false;           // every step done and agreed by every member
 
   MemberId my_id() const { return members.at(static_cast<std::size_t>(rank)); }
+  bool contains(MemberId id) const { return std::find(members.begin(), members.end(), id) != members.end(); }
   coll::Channels channels() const {
     if (!fabric) return {};
     return {fabric->node(), fabric->inter(), fabric->flat()};

@@ -304,6 +304,14 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
                            });
         if (ahead) catch_up(call_seq - 1, states, retained_bytes_[(call_seq - 1) % 2]);
         states.clear();
+        // A broadcast whose root died, and that no survivor finished, cannot
+        // be re-executed: RootLost on every survivor (the change announced
+        // first, as by every error after a recovery). Only after the
+        // catch-up above: the survivors behind wait for that result.
+        if (root_id != membership::kNoMember && !epoch_->contains(root_id)) {
+          if (pending_) announce_pending();
+          place_root();
+        }
         settle(result, call_seq);
         place_root();
         execute(c, call_seq);
@@ -359,15 +367,6 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
                                         " finalized while this rank called collective #" +
                                         std::to_string(call_seq));
       }
-    if (c.kind == coll::CollectiveKind::Broadcast && !catching_up) {
-      // Re-executing needs the root's data: gone if the root is (the
-      // change is announced first, as by every error after a recovery).
-      const auto& members = epoch_->members;
-      if (std::find(members.begin(), members.end(), root_id) == members.end()) {
-        if (pending_) announce_pending();
-        place_root();
-      }
-    }
   }
 }
 
