@@ -268,6 +268,16 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
                                       std::to_string(root_id) + ") failed before any survivor had the data");
     c.root = static_cast<int>(it - members.begin());
   };
+  // A broadcast whose root died, and that no survivor finished, cannot be
+  // executed: RootLost, the change announced first (as by every error after
+  // a recovery), before any spare is admitted, on every survivor alike,
+  // whether it learns of the death in this call or came from catching up.
+  const auto fail_if_root_lost = [&] {
+    if (root_id == membership::kNoMember || epoch_->contains(root_id)) return;
+    if (pending_) announce_pending();
+    place_root();
+  };
+  fail_if_root_lost();
   if (input_error.empty()) settle(result, call_seq);
   place_root();
   if (input_error.empty() && call.bytes() == 0) {  // a no-op, like MPI with count 0
@@ -304,14 +314,8 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
                            });
         if (ahead) catch_up(call_seq - 1, states, retained_bytes_[(call_seq - 1) % 2]);
         states.clear();
-        // A broadcast whose root died, and that no survivor finished, cannot
-        // be re-executed: RootLost on every survivor (the change announced
-        // first, as by every error after a recovery). Only after the
-        // catch-up above: the survivors behind wait for that result.
-        if (root_id != membership::kNoMember && !epoch_->contains(root_id)) {
-          if (pending_) announce_pending();
-          place_root();
-        }
+        // Only after the catch-up above: the survivors behind wait for it.
+        fail_if_root_lost();
         settle(result, call_seq);
         place_root();
         execute(c, call_seq);
