@@ -62,11 +62,12 @@ class Algorithm {
                        const Tuning& tuning) const = 0;
   // The ranks `rank` exchanges with when it runs this algorithm.
   virtual std::vector<int> peers(const Layout& layout, int rank) const = 0;
-  // Whether a call of `bytes` in this layout can end with every rank
-  // waiting until all have finished (AllreduceArgs::finish_together): then
-  // a call is finished everywhere or nowhere, and its result needs no
-  // retained copy. Only where that wait costs less than the copy.
-  virtual bool finishes_together(const Layout&, std::size_t /*bytes*/) const { return false; }
+  // Whether its calls in this layout can end with every rank waiting until
+  // all have finished (AllreduceArgs::finish_together): then a call is
+  // finished everywhere or nowhere, and its result needs no retained copy.
+  // Only for algorithms of large messages, where that wait costs less than
+  // the copy.
+  virtual bool finishes_together(const Layout&, const Channels&) const { return false; }
   virtual void run(const Call& call, const Channels& channels, const Layout& layout, const Tuning& tuning,
                    transport::WaitContext& ctx) const = 0;
 };

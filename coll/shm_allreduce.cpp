@@ -248,6 +248,28 @@ void pipelined(ShmNode& node, Channel* inter, const Layout& h, const AllreduceAr
   node.chunks_used = g0 + chunks;
 }
 
+// Waits, once this rank is done, until every local rank is done with `call`,
+// and gives up only when one never will be (it gave up on the call, or its
+// process exited before finishing it). Either condition, once true, stays
+// true, and they exclude each other: so either every rank returns from the
+// call or none does, and no survivor needs its result retained. A failure
+// that MPI reports is judged by the same rule (it names a process of this
+// node: the call runs on one node only); the deadline still applies.
+void finish_together(const ShmNode& node, std::uint64_t call, WaitContext& ctx) {
+  Backoff backoff(ctx.oversubscribed());
+  while (!node.all_at_least(&ShmRankControl::done, call)) {
+    if (!backoff.idle()) continue;
+    for (int r = 0; r < node.size(); ++r)
+      if (node.never_finishes(r, call))
+        throw Interrupted("shared memory: local rank " + std::to_string(r) + " did not finish collective");
+    try {
+      ctx.check();
+    } catch (const Interrupted&) {
+      // Decided by the rule above, not by the notice.
+    }
+  }
+}
+
 }  // namespace
 
 void shm_allreduce(AlgorithmId path, ShmNode& node, transport::Channel* inter, const Layout& layout,
@@ -272,25 +294,29 @@ void shm_allreduce(AlgorithmId path, ShmNode& node, transport::Channel* inter, c
   abandon_on_failure(inter, [&] {
     ctx.on_phase(Phase::Start, 0);
     const std::uint64_t call = ++node.calls;
-    const ShmCallPlan plan =
-        post_and_check(node, layout, a, path, {proposal, !no_buffers_why.empty()}, no_buffers_why, call, ctx);
-    if (path == AlgorithmId::ShmOneShot) {
-      one_shot(node, inter, layout, a, call, ctx);
-    } else {
-      const auto start = std::chrono::steady_clock::now();
-      pipelined(node, inter, layout, a, plan, ctx);
-      if (shapes)
-        tuning.pipeline->record(
-            a.bytes(), node.size(), layout.multi_node(), proposal,
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    try {
+      const ShmCallPlan plan = post_and_check(node, layout, a, path, {proposal, !no_buffers_why.empty()},
+                                              no_buffers_why, call, ctx);
+      if (path == AlgorithmId::ShmOneShot) {
+        one_shot(node, inter, layout, a, call, ctx);
+      } else {
+        const auto start = std::chrono::steady_clock::now();
+        pipelined(node, inter, layout, a, plan, ctx);
+        if (shapes)
+          tuning.pipeline->record(
+              a.bytes(), node.size(), layout.multi_node(), proposal,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+    } catch (...) {
+      // The peers waiting to finish together learn that this rank never will.
+      node.control(node.local()).failed.publish(call);
+      throw;
     }
     node.control(node.local()).done.publish(call);
-    // Nothing after this wait can fail the call, and a rank's `done` is
-    // its last step, so once any rank is past it every rank finishes.
     if (a.finish_together) {
       if (layout.multi_node())
         throw std::logic_error("shared-memory allreduce: finish together across nodes");
-      shm_wait(node, ctx, [&] { return node.all_at_least(&ShmRankControl::done, call); });
+      finish_together(node, call, ctx);
     }
     ctx.on_phase(Phase::End, 0);
   });
@@ -307,6 +333,10 @@ void ShmOneShotAllreduce::run(const Call& call, const Channels& channels, const 
 
 std::vector<int> ShmPipelinedAllreduce::peers(const Layout& layout, int rank) const {
   return ring_neighbours(layout.rail_ring, rank);
+}
+
+bool ShmPipelinedAllreduce::finishes_together(const Layout& layout, const Channels& channels) const {
+  return !layout.multi_node() && channels.node != nullptr && channels.node->watches_every_peer();
 }
 
 void ShmPipelinedAllreduce::run(const Call& call, const Channels& channels, const Layout& layout,

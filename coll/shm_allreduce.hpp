@@ -72,7 +72,9 @@ class ShmPipelinedAllreduce final : public Algorithm {
   }
   // The ring neighbours on this rank's rail.
   std::vector<int> peers(const Layout& layout, int rank) const override;
-  bool finishes_together(const Layout& layout, std::size_t) const override { return !layout.multi_node(); }
+  // On one node, where every local process is watched (the final wait
+  // tells a dead peer from a slow one without MPI).
+  bool finishes_together(const Layout& layout, const Channels& channels) const override;
   void run(const Call& call, const Channels& channels, const Layout& layout, const Tuning& tuning,
            transport::WaitContext& ctx) const override;
 };

@@ -196,7 +196,7 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
   // coll/shm_allreduce.hpp), the result goes straight to the caller and
   // nothing is retained: every survivor finishes it or none does.
   if (c.kind == coll::CollectiveKind::Allreduce && c.input != c.output &&
-      algorithm.finishes_together(e.layout, bytes)) {
+      algorithm.finishes_together(e.layout, e.channels())) {
     call.allreduce.finish_together = true;
     algorithm.run(call, e.channels(), e.layout, tuning(), *this);
     retained_seq_[call_seq % 2] = 0;

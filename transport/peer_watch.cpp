@@ -77,6 +77,15 @@ int PeerWatch::exited() const {
   return -1;
 }
 
+bool PeerWatch::has_exited(int index) const {
+  for (std::size_t i = 0; i < fds_.size(); ++i)
+    if (index_[i] == index) {
+      pollfd p{fds_[i], POLLIN, 0};
+      return ::poll(&p, 1, 0) > 0 && p.revents != 0;
+    }
+  return false;
+}
+
 std::string PeerWatch::describe_exit(int index) const {
   if (index < 0 || static_cast<std::size_t>(index) >= pids_.size()) return "no process exited";
   return "process " + std::to_string(pids_[static_cast<std::size_t>(index)]) + " exited";

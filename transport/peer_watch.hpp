@@ -27,6 +27,8 @@ class PeerWatch {
 
   // Index (into the constructor's `pids`) of a process that has exited, or -1.
   int exited() const;
+  // Whether the process at `index` has exited (false for one not watched).
+  bool has_exited(int index) const;
   bool available() const { return all_watched_; }
   std::string describe_exit(int index) const;
 

@@ -53,6 +53,14 @@ std::unique_ptr<ShmNode> ShmNode::open(const std::string& name, const ShmLayout&
   return std::make_unique<ShmNode>(ShmSegment::open_shared(name, layout.total), layout, local, pids);
 }
 
+bool ShmNode::never_finishes(int r, std::uint64_t call) const {
+  const ShmRankControl& c = control(r);
+  if (c.done.load() >= call) return false;
+  if (c.failed.load() >= call) return true;
+  // Read `done` again after seeing the exit: a rank may finish and then die.
+  return watch_.has_exited(r) && c.done.load() < call;
+}
+
 void ShmNode::check_peers() const {
   if (int i = watch_.exited(); i >= 0)
     throw Interrupted("shared memory: local rank " + std::to_string(i) + " (" + watch_.describe_exit(i) +

@@ -39,6 +39,7 @@ struct ShmRankControl {
   ShmCounter out_ready;  // chunks whose slice this rank has reduced (cumulative)
   ShmCounter copied;     // chunks this rank has copied out (cumulative)
   ShmCounter result;     // leader: last call whose node-wide result is in its result slot
+  ShmCounter failed;     // last call this rank gave up (an exception) before finishing it
 };
 
 struct ShmLayout {
@@ -105,6 +106,12 @@ class ShmNode {
 
   // Throws Interrupted if a process of this node has exited.
   void check_peers() const;
+  // Whether every local process is watched (PeerWatch::available): only then
+  // can a rank tell, without MPI, which of its peers died.
+  bool watches_every_peer() const { return watch_.available(); }
+  // True when local rank r will never finish `call`: it gave up on it, or
+  // its process exited before it had finished it.
+  bool never_finishes(int r, std::uint64_t call) const;
 
   std::uint64_t calls = 0;        // shared-memory collectives started in this epoch
   std::uint64_t chunks_used = 0;  // pipeline chunks used so far in this epoch
