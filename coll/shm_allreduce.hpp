@@ -29,9 +29,10 @@
 // WaitContext. A failure noticed while waiting ends the call only when
 // nothing can progress any more (a peer may exit once it has done its
 // part). On one node a pipelined call can finish together: each rank,
-// once done, waits until every local rank is done, so that no rank returns
-// from a call that another survivor is still in (a handshake, where the
-// runtime would otherwise copy a large result aside for a catch-up).
+// once done, waits until every local rank is done, and gives up only when a
+// peer never will be (see finish_together in the source), so that no rank
+// returns from a call that another survivor is still in (a handshake, where
+// the runtime would otherwise copy a large result aside for a catch-up).
 #pragma once
 
 #include <cstddef>
