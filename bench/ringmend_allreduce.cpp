@@ -2,7 +2,7 @@
 // with MPI_Allreduce of the same MPI in the same job.
 //
 //   ringmend_allreduce [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f] [-c]
-//                      [-T float|double|int|long] [--impl ringmend|mpi|both]
+//                      [-T float|double|int|long|half|bfloat16] [--impl ringmend|mpi|both]
 //                      [--bound | --no-bound] [--bound-stat best|median]
 //                      [--json FILE]
 //
@@ -51,7 +51,7 @@ struct Options {
   std::fprintf(stderr,
                "ringmend_allreduce: %s\n"
                "usage: ringmend_allreduce [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f] [-c]\n"
-               "                          [-T float|double|int|long] [--impl ringmend|mpi|both]\n"
+               "                          [-T float|double|int|long|half|bfloat16] [--impl ringmend|mpi|both]\n"
                "                          [--bound | --no-bound] [--bound-stat best|median]\n"
                "                          [--json FILE]\n",
                why.c_str());
@@ -92,6 +92,10 @@ Options parse(int argc, char** argv) {
         o.type = ringmend::DataType::Int32;
       else if (t == "long")
         o.type = ringmend::DataType::Int64;
+      else if (t == "half")
+        o.type = ringmend::DataType::Float16;
+      else if (t == "bfloat16")
+        o.type = ringmend::DataType::BFloat16;
       else
         usage("unknown type '" + t + "'");
     } else if (a == "--impl") {
@@ -119,6 +123,8 @@ Options parse(int argc, char** argv) {
   }
   if ((o.iters && *o.iters <= 0) || o.min_bytes == 0 || o.min_bytes > o.max_bytes)
     usage("bad -i/-x/-m values");
+  if (ringmend::size_of(o.type) == 2 && o.impl != "ringmend")
+    usage("MPI has no 16-bit float type: -T half and -T bfloat16 need --impl ringmend");
   return o;
 }
 
@@ -132,8 +138,11 @@ MPI_Datatype mpi_type(ringmend::DataType t) {
       return MPI_INT32_T;
     case ringmend::DataType::Int64:
       return MPI_INT64_T;
+    case ringmend::DataType::Float16:
+    case ringmend::DataType::BFloat16:
+      break;  // MPI has no 16-bit float type
   }
-  return MPI_FLOAT;
+  return MPI_DATATYPE_NULL;
 }
 
 using rb::Stats;
@@ -191,6 +200,12 @@ void fill_inputs(std::vector<std::byte>& in, std::size_t count, ringmend::DataTy
       case ringmend::DataType::Int64:
         reinterpret_cast<std::int64_t*>(in.data())[i] = rank + 1;
         break;
+      case ringmend::DataType::Float16:
+        reinterpret_cast<ringmend::float16*>(in.data())[i] = ringmend::to_float16(float(rank + 1));
+        break;
+      case ringmend::DataType::BFloat16:
+        reinterpret_cast<ringmend::bfloat16*>(in.data())[i] = ringmend::to_bfloat16(float(rank + 1));
+        break;
     }
   }
 }
@@ -212,6 +227,12 @@ long count_wrong(const std::vector<std::byte>& out, std::size_t count, ringmend:
         break;
       case ringmend::DataType::Int64:
         v = static_cast<double>(reinterpret_cast<const std::int64_t*>(out.data())[i]);
+        break;
+      case ringmend::DataType::Float16:
+        v = ringmend::to_float(reinterpret_cast<const ringmend::float16*>(out.data())[i]);
+        break;
+      case ringmend::DataType::BFloat16:
+        v = ringmend::to_float(reinterpret_cast<const ringmend::bfloat16*>(out.data())[i]);
         break;
     }
     wrong += v != expect;

@@ -1,6 +1,8 @@
 // The C API: thin wrappers that turn exceptions into status codes.
+#include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ringmend/ringmend.h"
@@ -8,6 +10,12 @@
 
 struct ringmend_runtime {
   ringmend::Runtime runtime;
+};
+
+// A non-blocking call, and the communicator whose storage its result uses.
+struct ringmend_request {
+  ringmend::Request request;
+  ringmend_comm* comm;
 };
 
 namespace {
@@ -22,8 +30,11 @@ struct CommExtras {
 };
 
 CommExtras& extras_of(const ringmend_comm* comm) {
+  // Membership callbacks may run on the communicator's call thread.
+  static std::mutex mutex;
   static std::unordered_map<const ringmend_comm*, CommExtras> table;
-  return table[comm];
+  std::lock_guard lock(mutex);
+  return table[comm];  // references to elements stay valid as the table grows
 }
 
 ringmend::Communicator& cxx(ringmend_comm* c) { return *reinterpret_cast<ringmend::Communicator*>(c); }
@@ -91,6 +102,17 @@ bool check_comm(const void* p) {
   return false;
 }
 
+template <class F>
+int start_request(ringmend_comm* comm, ringmend_request** request, F&& start) {
+  if (!request) {
+    last_error = "null request pointer";
+    return RINGMEND_ERR_INVALID_ARGUMENT;
+  }
+  *request = nullptr;
+  if (!check_comm(comm)) return RINGMEND_ERR_INVALID_ARGUMENT;
+  return guarded([&] { *request = new ringmend_request{start(), comm}; });
+}
+
 }  // namespace
 
 extern "C" {
@@ -147,6 +169,44 @@ int ringmend_broadcast(ringmend_comm* comm, void* buffer, size_t bytes, int root
 int ringmend_barrier(ringmend_comm* comm, ringmend_result* result) {
   if (!check_comm(comm)) return RINGMEND_ERR_INVALID_ARGUMENT;
   return guarded([&] { fill(comm, cxx(comm).barrier(), result); });
+}
+
+int ringmend_iallreduce(ringmend_comm* comm, const void* input, void* output, size_t count,
+                        ringmend_datatype type, ringmend_op op, ringmend_request** request) {
+  return start_request(comm, request, [&] {
+    const auto t = static_cast<ringmend::DataType>(type);
+    const auto o = static_cast<ringmend::ReduceOp>(op);
+    return cxx(comm).iallreduce(input, output, count, t, o);
+  });
+}
+
+int ringmend_ibroadcast(ringmend_comm* comm, void* buffer, size_t bytes, int root,
+                        ringmend_request** request) {
+  return start_request(comm, request, [&] { return cxx(comm).ibroadcast(buffer, bytes, root); });
+}
+
+int ringmend_ibarrier(ringmend_comm* comm, ringmend_request** request) {
+  return start_request(comm, request, [&] { return cxx(comm).ibarrier(); });
+}
+
+int ringmend_wait(ringmend_request** request, ringmend_result* result) {
+  if (!request || !*request) {
+    last_error = "ringmend_wait: null request";
+    return RINGMEND_ERR_INVALID_ARGUMENT;
+  }
+  ringmend_request* r = std::exchange(*request, nullptr);
+  const int status = guarded([&] { fill(r->comm, r->request.wait(), result); });
+  delete r;
+  return status;
+}
+
+int ringmend_test(ringmend_request** request, int* done, ringmend_result* result) {
+  if (!request || !*request || !done) {
+    last_error = "ringmend_test: null request or flag";
+    return RINGMEND_ERR_INVALID_ARGUMENT;
+  }
+  *done = (*request)->request.test() ? 1 : 0;
+  return *done ? ringmend_wait(request, result) : RINGMEND_SUCCESS;
 }
 
 int ringmend_grow(ringmend_comm* comm, int count, ringmend_result* result) {

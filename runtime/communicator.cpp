@@ -10,6 +10,7 @@
 // every rank. Start-up takes the same path when a rank dies before the first
 // epoch is agreed.
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "coll/selector.hpp"
 #include "ringmend/core/log.hpp"
 #include "runtime/communicator_impl.hpp"
+#include "runtime/request.hpp"
 
 namespace ringmend {
 namespace {
@@ -94,8 +96,14 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
     if (pool_->is_spare()) return;  // the Runtime calls serve_as_spare()
   }
   auto first = builder_.build(nullptr, std::move(start), mine);
+  // The first members have their world ranks as ids, the spares the last.
+  const auto note_lost_at_start = [this] {
+    for (membership::MemberId id = 0; id < target_size_; ++id)
+      if (!epoch_->contains(id)) lost_at_start_.push_back(id);
+  };
   if (first->ready) {
     epoch_ = std::move(first);
+    note_lost_at_start();
     update_view();
     set_log_place(epoch_->my_id(), epoch_->number);
     log("epoch set up: " + builder_.laps());
@@ -111,9 +119,11 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
   attempt_members_ = ulfm::ranks_in(first->ctrl.get(), parent);
   attempt_ = std::move(first);
   announce(recover(mine, "a failure during start-up").change);
+  note_lost_at_start();
 }
 
 Communicator::Impl::~Impl() {
+  stop_queue();  // its calls use everything below
   epoch_.reset();
   attempt_.reset();
   retired_.clear();
@@ -377,7 +387,9 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
 // ---------------------------------------------------------------- recovery
 
 void Communicator::Impl::update_view() {
-  view_ = {epoch_->rank, epoch_->size, epoch_->number, epoch_->my_id(), epoch_->members};
+  View next{epoch_->rank, epoch_->size, epoch_->number, epoch_->my_id(), epoch_->members};
+  std::lock_guard lock(view_mutex_);
+  view_ = std::move(next);
 }
 
 void Communicator::Impl::announce(const MembershipChange& change) {
@@ -673,30 +685,32 @@ auto guarded(F&& f) -> decltype(f()) {
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Communicator::~Communicator() = default;
-int Communicator::rank() const { return impl_->view().rank; }
-int Communicator::size() const { return impl_->view().size; }
-std::uint64_t Communicator::epoch() const { return impl_->view().number; }
-int Communicator::member_id() const { return impl_->view().my_id; }
-const std::vector<int>& Communicator::member_ids() const { return impl_->view().members; }
+int Communicator::rank() const { return impl_->view_copy().rank; }
+int Communicator::size() const { return impl_->view_copy().size; }
+std::uint64_t Communicator::epoch() const { return impl_->view_copy().number; }
+int Communicator::member_id() const { return impl_->view_copy().my_id; }
+std::vector<int> Communicator::member_ids() const { return impl_->view_copy().members; }
 std::uint64_t Communicator::collectives_called() const { return impl_->seq; }
 
 CollectiveResult Communicator::allreduce(const void* input, void* output, std::size_t count, DataType type,
                                          ReduceOp op) {
-  return guarded([&] {
-    return impl_->run({coll::CollectiveKind::Allreduce, input, output, count, type, op, -1});
+  return impl_->serially([&] {
+    return guarded([&] {
+      return impl_->run({coll::CollectiveKind::Allreduce, input, output, count, type, op, -1});
+    });
   });
 }
 
 CollectiveResult Communicator::allreduce(void* inout, std::size_t count, DataType type, ReduceOp op) {
-  return guarded([&] {
-    return impl_->run({coll::CollectiveKind::Allreduce, inout, inout, count, type, op, -1});
-  });
+  return allreduce(inout, inout, count, type, op);
 }
 
 CollectiveResult Communicator::broadcast(void* buffer, std::size_t bytes, int root) {
-  return guarded([&] {
-    return impl_->run(
-        {coll::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32, ReduceOp::Sum, root});
+  return impl_->serially([&] {
+    return guarded([&] {
+      return impl_->run(
+          {coll::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32, ReduceOp::Sum, root});
+    });
   });
 }
 
@@ -705,49 +719,107 @@ CollectiveResult Communicator::barrier() {
   return allreduce(&one, &total, 1, DataType::Int64, ReduceOp::Sum);
 }
 
-int Communicator::on_membership_change(std::function<void(const MembershipChange&)> callback) {
-  const int id = impl_->next_callback_id++;
-  impl_->callbacks.emplace(id, std::move(callback));
-  return id;
+namespace {
+
+// Queues `call` (which runs the collective) on the communicator's call
+// thread, started by the first non-blocking call.
+template <class F>
+Request queued(Communicator::Impl& impl, F call) {
+  if (!impl.queue) impl.queue = std::make_unique<CallQueue>();
+  auto state = std::make_shared<Request::State>();
+  impl.queue->push([state, call = std::move(call)]() mutable {
+    CollectiveResult result;
+    std::exception_ptr error;
+    try {
+      result = guarded(call);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    state->complete(std::move(result), std::move(error));
+  });
+  return Request(std::move(state));
 }
 
-void Communicator::remove_membership_callback(int id) { impl_->callbacks.erase(id); }
+}  // namespace
+
+Request Communicator::iallreduce(const void* input, void* output, std::size_t count, DataType type,
+                                 ReduceOp op) {
+  return queued(*impl_, [impl = impl_.get(), input, output, count, type, op] {
+    return impl->run({coll::CollectiveKind::Allreduce, input, output, count, type, op, -1});
+  });
+}
+
+Request Communicator::iallreduce(void* inout, std::size_t count, DataType type, ReduceOp op) {
+  return iallreduce(inout, inout, count, type, op);
+}
+
+Request Communicator::ibroadcast(void* buffer, std::size_t bytes, int root) {
+  return queued(*impl_, [impl = impl_.get(), buffer, bytes, root] {
+    return impl->run(
+        {coll::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32, ReduceOp::Sum, root});
+  });
+}
+
+Request Communicator::ibarrier() {
+  // The two words live in the queued call itself.
+  return queued(*impl_, [impl = impl_.get(), words = std::array<std::int64_t, 2>{1, 0}]() mutable {
+    return impl->run(
+        {coll::CollectiveKind::Allreduce, &words[0], &words[1], 1, DataType::Int64, ReduceOp::Sum, -1});
+  });
+}
+
+int Communicator::on_membership_change(std::function<void(const MembershipChange&)> callback) {
+  return impl_->serially([&] {
+    const int id = impl_->next_callback_id++;
+    impl_->callbacks.emplace(id, std::move(callback));
+    return id;
+  });
+}
+
+void Communicator::remove_membership_callback(int id) {
+  impl_->serially([&] { impl_->callbacks.erase(id); });
+}
 
 void Communicator::register_state(const std::string& name, void* data, std::size_t bytes) {
-  guarded([&] { impl_->state.add(name, data, bytes); });
+  impl_->serially([&] { guarded([&] { impl_->state.add(name, data, bytes); }); });
 }
 
 void Communicator::register_state(const std::string& name, std::function<std::vector<std::byte>()> save,
                                   std::function<void(std::span<const std::byte>)> load) {
-  guarded([&] { impl_->state.add(name, std::move(save), std::move(load)); });
+  impl_->serially([&] { guarded([&] { impl_->state.add(name, std::move(save), std::move(load)); }); });
 }
 
-bool Communicator::unregister_state(const std::string& name) { return impl_->state.remove(name); }
+bool Communicator::unregister_state(const std::string& name) {
+  return impl_->serially([&] { return impl_->state.remove(name); });
+}
 bool Communicator::joined() const { return impl_->joined; }
 bool Communicator::left() const { return impl_->left; }
 
 CollectiveResult Communicator::grow(int count) {
-  return guarded([&] { return impl_->grow(count); });
+  return impl_->serially([&] { return guarded([&] { return impl_->grow(count); }); });
 }
 
 CollectiveResult Communicator::release(std::span<const int> ranks) {
   std::string what = "release(ranks";
   for (std::size_t i = 0; i < ranks.size() && i < 8; ++i) what += (i ? ", " : " ") + std::to_string(ranks[i]);
   what += ranks.size() > 8 ? ", ...)" : ")";
-  return guarded([&] { return impl_->release(ranks, what, {}); });
+  return impl_->serially([&] { return guarded([&] { return impl_->release(ranks, what, {}); }); });
 }
 
 CollectiveResult Communicator::release_last(int count) {
-  return guarded([&] {
-    const std::string what = "release_last(" + std::to_string(count) + ")";
-    // A count out of range is reported by the request, on every member alike.
-    if (count < 0 || count >= size())
-      return impl_->release(
-          {}, what,
-          what + ": the count must be between 0 and the size less one (" + std::to_string(size() - 1) + ")");
-    std::vector<int> ranks;
-    for (int r = size() - count; r < size(); ++r) ranks.push_back(r);
-    return impl_->release(ranks, what, {});
+  return impl_->serially([&] {
+    return guarded([&] {
+      const std::string what = "release_last(" + std::to_string(count) + ")";
+      // A count out of range is reported by the request, on every member alike.
+      const int size = impl_->view().size;
+      if (count < 0 || count >= size)
+        return impl_->release(
+            {}, what,
+            what + ": the count must be between 0 and the size less one (" + std::to_string(size - 1) + ")");
+      std::vector<int> ranks;
+      for (int r = size - count; r < size; ++r) ranks.push_back(r);
+      return impl_->release(ranks, what, {});
+    });
   });
 }
 

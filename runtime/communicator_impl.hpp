@@ -5,11 +5,15 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +24,7 @@
 #include "membership/epoch_builder.hpp"
 #include "membership/spare_pool.hpp"
 #include "ringmend/ringmend.hpp"
+#include "runtime/call_queue.hpp"
 #include "runtime/fault_injection.hpp"
 #include "runtime/state_registry.hpp"
 
@@ -69,13 +74,27 @@ struct Communicator::Impl final : transport::WaitContext {
     int my_id = -1;
     std::vector<int> members;
   };
+  // On the thread that runs the calls; other threads read a copy.
   const View& view() const { return view_; }
-  std::uint64_t seq = 0;  // collectives called so far
+  View view_copy() const {
+    std::lock_guard lock(view_mutex_);
+    return view_;
+  }
+  std::atomic<std::uint64_t> seq = 0;  // collectives called so far
   std::map<int, std::function<void(const MembershipChange&)>> callbacks;
   int next_callback_id = 0;
   StateRegistry state;
-  bool joined = false;  // admitted as a spare
-  bool left = false;    // released: this process left the job
+  std::atomic<bool> joined = false;  // admitted as a spare
+  std::atomic<bool> left = false;    // released: this process left the job
+  // Runs every call once the application has made a non-blocking one
+  // (call_queue.hpp); null until then.
+  std::unique_ptr<CallQueue> queue;
+  // Runs `f` where the calls run: on the queue's thread when there is one
+  // (waiting for it, and for the calls queued before), else here.
+  template <class F>
+  auto serially(F&& f) -> decltype(f());
+  // Ends the queue after the calls in it (before the shutdown's own calls).
+  void stop_queue() { queue.reset(); }
   // Membership on request (resize.cpp).
   CollectiveResult grow(int count);
   // `what` names the call in errors; `bad`, if not empty, is an error in
@@ -87,6 +106,10 @@ struct Communicator::Impl final : transport::WaitContext {
   bool waiting_as_spare() const { return pool_ && pool_->is_spare(); }
   // A spare's start: waits in the pool until admitted; throws SpareDismissed.
   void serve_as_spare();
+  // The members of the job's start that were gone by the time the first
+  // epoch stood (died during start-up). Nobody's membership callback can
+  // hear of them: none is registered before the constructor returns.
+  const std::vector<membership::MemberId>& lost_at_start() const { return lost_at_start_; }
 
  private:
   struct RecoveryOutcome {
@@ -151,12 +174,14 @@ struct Communicator::Impl final : transport::WaitContext {
   // Where spares wait (null without spares), and the size the job keeps.
   std::unique_ptr<membership::SparePool> pool_;
   int target_size_ = 0;
+  std::vector<membership::MemberId> lost_at_start_;
   // The last state transfer to joiners (for MembershipChange).
   double state_seconds_ = 0;
   std::size_t state_bytes_ = 0;
   bool requesting_ = false;                   // in the call of a grow or release request
   std::unique_ptr<membership::Epoch> epoch_;  // the last epoch every member agreed on
   View view_;
+  mutable std::mutex view_mutex_;            // view_ is written on the thread that runs the calls
   std::optional<MembershipChange> pending_;  // a change to announce at the next call
   // A build that failed (its control communicator is the one to shrink
   // next), and the member ids of that communicator's ranks while recovering.
@@ -179,5 +204,26 @@ struct Communicator::Impl final : transport::WaitContext {
   bool has_deadline_ = false;  // a call with a timeout is running
   bool deadline_set_ = false;  // ... and deadline_ holds its deadline
 };
+
+template <class F>
+auto Communicator::Impl::serially(F&& f) -> decltype(f()) {
+  if (!queue || queue->on_queue_thread()) return f();
+  using R = decltype(f());
+  std::promise<R> done;
+  std::future<R> result = done.get_future();
+  queue->push([&] {
+    try {
+      if constexpr (std::is_void_v<R>) {
+        f();
+        done.set_value();
+      } else {
+        done.set_value(f());
+      }
+    } catch (...) {
+      done.set_exception(std::current_exception());
+    }
+  });
+  return result.get();
+}
 
 }  // namespace ringmend

@@ -17,7 +17,7 @@
 namespace ringmend {
 namespace {
 
-enum class Request : std::int64_t { Grow = 1, Release = 2 };
+enum class RequestKind : std::int64_t { Grow = 1, Release = 2 };
 
 // FNV-1a over the released ids, in order: equal requests hash alike.
 std::int64_t hash_of(const std::vector<int>& ids) {
@@ -29,7 +29,7 @@ std::int64_t hash_of(const std::vector<int>& ids) {
   return static_cast<std::int64_t>(h >> 1);
 }
 
-std::int64_t describe(Request kind, std::int64_t count) {
+std::int64_t describe(RequestKind kind, std::int64_t count) {
   return static_cast<std::int64_t>(kind) << 32 | (count & 0xffffffff);
 }
 
@@ -88,7 +88,7 @@ CollectiveResult Communicator::Impl::grow(int count) {
           ": the job has no spares to admit (start it with ringmend-run --spares S, RINGMEND_SPARES or "
           "Options::spares)";
   CollectiveResult result;
-  agree_on_request(what, describe(Request::Grow, count), 0, bad, result);
+  agree_on_request(what, describe(RequestKind::Grow, count), 0, bad, result);
   // The size asked for: the job keeps it (policy replace) until a release.
   target_size_ = kept_size() + count;
   // Decided alike on every member: the view and the pool's count are the
@@ -129,8 +129,8 @@ CollectiveResult Communicator::Impl::release(std::span<const int> ranks, const s
     bad =
         what + ": every member would leave; release fewer than the " + std::to_string(view_.size) + " ranks";
   CollectiveResult result;
-  agree_on_request(what, describe(Request::Release, static_cast<std::int64_t>(ids.size())), hash_of(ids), bad,
-                   result);
+  agree_on_request(what, describe(RequestKind::Release, static_cast<std::int64_t>(ids.size())), hash_of(ids),
+                   bad, result);
   if (ids.empty()) {
     report_pending(result);
     return result;

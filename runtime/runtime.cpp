@@ -234,6 +234,11 @@ void Runtime::start(int* argc, char*** argv) {
     }
     tell_launcher(impl_->outcome_fd, std::string(outcome::kAdmitted) + "=1");
   }
+  // A start-up that lost members is the job's first recovery.
+  if (const auto& lost = impl_->world->impl_->lost_at_start(); !lost.empty()) {
+    impl_->lost.assign(lost.begin(), lost.end());
+    ++impl_->recoveries;
+  }
   impl_->world->on_membership_change([impl = impl_.get()](const MembershipChange& change) {
     if (!change.lost.empty()) ++impl->recoveries;  // a grow or a release recovers nothing
     impl->lost.insert(impl->lost.end(), change.lost.begin(), change.lost.end());
@@ -241,6 +246,9 @@ void Runtime::start(int* argc, char*** argv) {
 }
 
 Runtime::~Runtime() {
+  // The calls still queued run first; the shutdown's own calls follow on
+  // this thread.
+  impl_->world->impl_->stop_queue();
   // Reached by unwinding (the application is failing): not a normal finish.
   if (std::uncaught_exceptions() == 0) {
     const Communicator& w = *impl_->world;

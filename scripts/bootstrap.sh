@@ -20,23 +20,27 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 OMPI_VERSION=5.0.7
 OMPI_DEB_VERSION=$OMPI_VERSION-1
 OMPI_SUITE=${RINGMEND_OMPI_SUITE:-trixie}
-# Fixes from Open MPI's later releases, applied to the source (scripts/patches/,
+# Fixes to Open MPI, applied to the source (scripts/patches/,
 # each file says what it fixes and where upstream has it).
-OMPI_PATCHES=(openmpi-5.0.7-ob1-send-error-after-free.patch)
+OMPI_PATCHES=(openmpi-5.0.7-ob1-send-error-after-free.patch
+  openmpi-5.0.7-ob1-freed-request-dead-peer.patch)
 # The build's revision: bumped whenever the flags or the patches change, so
 # that a cached build from before is not reused.
-OMPI_BUILD_REVISION=2
+OMPI_BUILD_REVISION=3
 DEPS=${RINGMEND_DEPS:-${XDG_CACHE_HOME:-$HOME/.cache}/ringmend-deps}
 OMPI_PREFIX=${RINGMEND_MPI_HOME:-$DEPS/openmpi-$OMPI_VERSION-ulfm-r$OMPI_BUILD_REVISION}
 JOBS=$(($(nproc) + 1))
 WITH_CLUSTER_TOOLS=0
+WITH_PYTHON=0
 for arg in "$@"; do
   case "$arg" in
     --with-cluster-tools) WITH_CLUSTER_TOOLS=1 ;;
+    --with-python) WITH_PYTHON=1 ;;
     --print-prefix) echo "$OMPI_PREFIX"; exit 0 ;;
     -h | --help)
       sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
       echo "  --with-cluster-tools  also install Slurm, Lmod, gloo and gnuplot"
+      echo "  --with-python         also install what the Python package and its torch backend need"
       echo "  --print-prefix        print where Open MPI is (or will be) installed, and stop"
       exit 0
       ;;
@@ -70,6 +74,12 @@ if [ "$WITH_CLUSTER_TOOLS" = 1 ]; then
   # clang + libclang-rt-14-dev: the libFuzzer target of the hostlist parser.
   PACKAGES+=(slurmctld slurmd slurm-client lmod libgloo-dev gnuplot-nox python3 libpmix-dev
     clang libclang-rt-14-dev)
+fi
+if [ "$WITH_PYTHON" = 1 ]; then
+  # The Python package (python/): pybind11 and the headers of Debian's
+  # interpreter; NumPy and torch (1.13, CPU) for the package, its torch
+  # backend and their tests.
+  PACKAGES+=(python3 python3-dev pybind11-dev python3-numpy python3-pytest python3-torch libtorch-dev)
 fi
 step "Debian packages (${#PACKAGES[@]})"
 missing=()

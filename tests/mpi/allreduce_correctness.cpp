@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
                                         65537,
                                         262147,
                                         (16u << 20) / 4 + 3};
-  const DataType types[] = {DataType::Float32, DataType::Float64, DataType::Int32, DataType::Int64};
+  const DataType types[] = {DataType::Float32, DataType::Float64, DataType::Int32,
+                            DataType::Int64,   DataType::Float16, DataType::BFloat16};
   const ReduceOp ops[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max};
   int salt = 0;
   for (std::size_t count : counts)

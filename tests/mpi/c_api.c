@@ -1,5 +1,6 @@
 /* The C API end to end: allreduce (in place and not), broadcast, barrier,
- * and an error reported through a status code and ringmend_last_error(). */
+ * their non-blocking forms, and an error reported through a status code and
+ * ringmend_last_error(). */
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +39,35 @@ int main(int argc, char** argv) {
     ++failures;
   }
   if (ringmend_comm_member_id(world, size) != -1) ++failures;
+
+  /* Non-blocking: two in flight, tested then waited; the handles are freed. */
+  {
+    float a[1000], b[1000];
+    for (int i = 0; i < 1000; ++i) a[i] = (float)(rank + i), b[i] = 1.0f;
+    ringmend_request *ra = NULL, *rb = NULL;
+    if (ringmend_iallreduce(world, a, a, 1000, RINGMEND_FLOAT32, RINGMEND_SUM, &ra) != RINGMEND_SUCCESS ||
+        ringmend_iallreduce(world, b, b, 1000, RINGMEND_FLOAT32, RINGMEND_SUM, &rb) != RINGMEND_SUCCESS)
+      ++failures;
+    int done = 0;
+    while (!done)
+      if (ringmend_test(&rb, &done, &r) != RINGMEND_SUCCESS) ++failures, done = 1;
+    if (rb != NULL || r.contributors != size) ++failures;
+    if (ringmend_wait(&ra, NULL) != RINGMEND_SUCCESS || ra != NULL) ++failures;
+    for (int i = 0; i < 1000; ++i)
+      if (a[i] != (float)(size * (size - 1) / 2 + size * i) || b[i] != (float)size) {
+        ++failures;
+        break;
+      }
+    ringmend_request* rq = NULL;
+    if (ringmend_ibarrier(world, &rq) != RINGMEND_SUCCESS || ringmend_wait(&rq, NULL) != RINGMEND_SUCCESS)
+      ++failures;
+    /* A mismatch, reported by the wait. */
+    if (ringmend_iallreduce(world, a, a, rank == 0 ? 10 : 11, RINGMEND_FLOAT32, RINGMEND_SUM, &rq) !=
+            RINGMEND_SUCCESS ||
+        ringmend_wait(&rq, NULL) != RINGMEND_ERR_MISMATCH)
+      ++failures;
+    if (ringmend_wait(&rq, NULL) != RINGMEND_ERR_INVALID_ARGUMENT) ++failures; /* already freed */
+  }
   printf("TEST %s rank %d: C API (ringmend %s)\n", failures ? "FAILED" : "PASSED", rank, ringmend_version());
   ringmend_finalize(rt);
   return failures ? 1 : 0;

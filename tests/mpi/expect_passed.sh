@@ -13,8 +13,10 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 "$@" 2>&1 | tee "$out"
 rc=${PIPESTATUS[0]}
-passed=$(grep -c "TEST PASSED" "$out")
-failed=$(grep -c "TEST FAILED" "$out")
+# Occurrences, not lines: the launcher forwards each rank's output in
+# pieces, and two ranks' lines can end up on one line.
+passed=$(grep -o "TEST PASSED" "$out" | wc -l)
+failed=$(grep -o "TEST FAILED" "$out" | wc -l)
 if [ "$rc" -ne 0 ] || [ "$passed" -ne "$expected" ] || [ "$failed" -ne 0 ]; then
   echo "expect_passed: FAIL: exit status $rc, $passed ranks passed (expected $expected), $failed failed" >&2
   [ "$rc" -eq 124 ] && echo "expect_passed: the job timed out (a hang)" >&2

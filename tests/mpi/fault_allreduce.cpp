@@ -82,8 +82,8 @@ int main(int argc, char** argv) {
             break;
           }
       } catch (const Error& e) {
-        const bool root_gone = std::find(comm.member_ids().begin(), comm.member_ids().end(), root_world) ==
-                               comm.member_ids().end();
+        const std::vector<int> members = comm.member_ids();
+        const bool root_gone = std::find(members.begin(), members.end(), root_world) == members.end();
         if (e.code() == Errc::RootLost && root_gone && (call == expect_root_lost || allow_root_lost)) {
           ++root_lost_seen;
         } else {

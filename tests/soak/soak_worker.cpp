@@ -83,13 +83,14 @@ int main(int argc, char** argv) {
   log << "started size=" << comm.size() << " epoch=" << comm.epoch() << " members=" << ids(comm.member_ids())
       << "\n";
 
-  const DataType types[] = {DataType::Float32, DataType::Float64, DataType::Int32, DataType::Int64};
+  const DataType types[] = {DataType::Float32, DataType::Float64, DataType::Int32,
+                            DataType::Int64,   DataType::Float16, DataType::BFloat16};
   const ReduceOp ops[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max};
   std::mt19937_64 rng(seed);
   int failures = 0;
   for (int call = 1; call <= calls && failures == 0; ++call) {
     const std::uint64_t kind = rng() % 20;  // 12 allreduce : 5 broadcast : 3 barrier
-    const DataType type = types[rng() % 4];
+    const DataType type = types[rng() % std::size(types)];
     const ReduceOp op = ops[rng() % 4];
     const bool in_place = rng() % 2;
     const std::size_t count = draw_count(rng, std::max<std::size_t>(1, max_bytes / size_of(type)));

@@ -28,12 +28,15 @@ typedef enum {
   RINGMEND_FLOAT32 = 0,
   RINGMEND_FLOAT64 = 1,
   RINGMEND_INT32 = 2,
-  RINGMEND_INT64 = 3
+  RINGMEND_INT64 = 3,
+  RINGMEND_FLOAT16 = 4, /* IEEE binary16, reduced in float32 */
+  RINGMEND_BFLOAT16 = 5 /* bfloat16, reduced in float32 */
 } ringmend_datatype;
 typedef enum { RINGMEND_SUM = 0, RINGMEND_PROD = 1, RINGMEND_MIN = 2, RINGMEND_MAX = 3 } ringmend_op;
 
 typedef struct ringmend_runtime ringmend_runtime;
 typedef struct ringmend_comm ringmend_comm;
+typedef struct ringmend_request ringmend_request;
 
 /* Filled by collectives when the caller passes a non-null pointer. The id
  * arrays point into storage owned by the communicator, valid until its next
@@ -89,6 +92,19 @@ int ringmend_allreduce(ringmend_comm* comm, const void* input, void* output, siz
                        ringmend_datatype type, ringmend_op op, ringmend_result* result);
 int ringmend_broadcast(ringmend_comm* comm, void* buffer, size_t bytes, int root, ringmend_result* result);
 int ringmend_barrier(ringmend_comm* comm, ringmend_result* result);
+/* Non-blocking (ringmend.hpp: iallreduce; docs/nonblocking.md): the call is
+ * queued on the communicator's call thread and *request set to its handle.
+ * ringmend_wait waits for it, fills *result, returns the call's status and
+ * frees the handle (*request = NULL); ringmend_test does the same once the
+ * call has completed (*done = 1), else returns at once (*done = 0). Buffers
+ * stay untouched until then. */
+int ringmend_iallreduce(ringmend_comm* comm, const void* input, void* output, size_t count,
+                        ringmend_datatype type, ringmend_op op, ringmend_request** request);
+int ringmend_ibroadcast(ringmend_comm* comm, void* buffer, size_t bytes, int root,
+                        ringmend_request** request);
+int ringmend_ibarrier(ringmend_comm* comm, ringmend_request** request);
+int ringmend_wait(ringmend_request** request, ringmend_result* result);
+int ringmend_test(ringmend_request** request, int* done, ringmend_result* result);
 /* Membership on request (ringmend.hpp: grow, release; docs/elastic.md):
  * collective, every member with the same arguments. A released member
  * gets result->left = 1, calls no collective after, and should call

@@ -17,6 +17,9 @@
 // every change. Lost members are named by id.
 //
 // Every failure a call reports is a ringmend::Error with an Errc.
+//
+// Threads: one thread at a time calls a communicator's collectives; the
+// non-blocking calls return a Request that any thread may wait on.
 #pragma once
 
 #include <cstddef>
@@ -63,6 +66,29 @@ struct MembershipChange {
   int attempts = 1;             // shrinks needed (more when ranks die during recovery)
 };
 
+// A non-blocking call in flight (Communicator::iallreduce and friends).
+// Copies refer to the same call. The buffers of the call must stay valid
+// and untouched until it has completed.
+class Request {
+ public:
+  Request() = default;  // no call: complete, with an empty result
+  // Waits until the call has completed; returns its result, or throws its
+  // Error. May be called more than once, from any thread.
+  CollectiveResult wait() const;
+  // Whether the call has completed (never blocks).
+  bool test() const;
+  // Runs `fn` once the call has completed: on the thread that completes it
+  // (the communicator's call thread), or here at once when it already has.
+  // `fn` must not call collectives, and must not throw.
+  void on_complete(std::function<void()> fn) const;
+
+  struct State;
+  explicit Request(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
 class Communicator {
  public:
   ~Communicator();
@@ -71,11 +97,11 @@ class Communicator {
 
   int rank() const;
   int size() const;
-  std::uint64_t epoch() const;                 // increases by one per recovery
-  int member_id() const;                       // this process's member id
-  const std::vector<int>& member_ids() const;  // member id of each rank
+  std::uint64_t epoch() const;          // increases by one per recovery
+  int member_id() const;                // this process's member id
+  std::vector<int> member_ids() const;  // member id of each rank
   [[deprecated("use member_id()")]] int world_rank() const { return member_id(); }
-  [[deprecated("use member_ids()")]] const std::vector<int>& world_ranks() const { return member_ids(); }
+  [[deprecated("use member_ids()")]] std::vector<int> world_ranks() const { return member_ids(); }
   std::uint64_t collectives_called() const;  // collective calls so far
 
   // Out of place (input and output must not overlap) and in place.
@@ -97,6 +123,19 @@ class Communicator {
   // survivor has the data, every survivor gets Error(Errc::RootLost).
   CollectiveResult broadcast(void* buffer, std::size_t bytes, int root);
   CollectiveResult barrier();
+
+  // Non-blocking: the call is queued and returns at once; the
+  // communicator's call thread runs it, and every later call, in the order
+  // made, while this thread goes on (docs/nonblocking.md). A failure during
+  // the call is recovered as in a blocking call; the Request's wait()
+  // returns the result or throws the Error. After the first non-blocking
+  // call, blocking calls also run on that thread (this one waits), and
+  // membership callbacks run there. rank(), size() and member_ids() are
+  // the membership of the moment, which a call in flight may change.
+  Request iallreduce(const void* input, void* output, std::size_t count, DataType type, ReduceOp op);
+  Request iallreduce(void* inout, std::size_t count, DataType type, ReduceOp op);
+  Request ibroadcast(void* buffer, std::size_t bytes, int root);
+  Request ibarrier();
 
   // Called on every member after each membership change, before the
   // interrupted collective is re-executed; every member runs it in the same

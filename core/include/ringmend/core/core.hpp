@@ -2,6 +2,7 @@
 //
 // What this folder offers (nothing in it includes anything above it):
 //   * types.hpp: DataType, ReduceOp, size_of(), name_of(), data_type_of<T>;
+//   * half.hpp: float16 and bfloat16 (storage) and their float32 conversions;
 //   * error.hpp: Errc and Error, the one kind of failure callers see;
 //   * options.hpp: Options (what a program asks for) and Settings (every
 //     setting resolved from code, then RINGMEND_* variables, then the one set
@@ -16,6 +17,7 @@
 #pragma once
 
 #include "ringmend/core/error.hpp"
+#include "ringmend/core/half.hpp"
 #include "ringmend/core/log.hpp"
 #include "ringmend/core/options.hpp"
 #include "ringmend/core/outcome.hpp"

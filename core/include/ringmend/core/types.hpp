@@ -6,12 +6,16 @@
 #include <cstdint>
 #include <string_view>
 
+#include "ringmend/core/half.hpp"
+
 namespace ringmend {
 
-enum class DataType : std::uint8_t { Float32 = 0, Float64 = 1, Int32 = 2, Int64 = 3 };
+// Float16 and BFloat16 (half.hpp) are reduced in float32: each combination
+// of two or more inputs is computed in float32 and rounded once.
+enum class DataType : std::uint8_t { Float32 = 0, Float64 = 1, Int32 = 2, Int64 = 3, Float16 = 4, BFloat16 = 5 };
 enum class ReduceOp : std::uint8_t { Sum = 0, Prod = 1, Min = 2, Max = 3 };
 
-inline constexpr int kDataTypeCount = 4;
+inline constexpr int kDataTypeCount = 6;
 inline constexpr int kReduceOpCount = 4;
 
 constexpr bool is_valid(DataType t) { return static_cast<int>(t) < kDataTypeCount; }
@@ -27,6 +31,9 @@ constexpr std::size_t size_of(DataType t) {
       return 4;
     case DataType::Int64:
       return 8;
+    case DataType::Float16:
+    case DataType::BFloat16:
+      return 2;
   }
   return 0;
 }
@@ -41,6 +48,10 @@ constexpr std::string_view name_of(DataType t) {
       return "int32";
     case DataType::Int64:
       return "int64";
+    case DataType::Float16:
+      return "float16";
+    case DataType::BFloat16:
+      return "bfloat16";
   }
   return "invalid-type";
 }
@@ -76,6 +87,15 @@ struct DataTypeOf<std::int32_t> {
 template <>
 struct DataTypeOf<std::int64_t> {
   static constexpr DataType value = DataType::Int64;
+};
+
+template <>
+struct DataTypeOf<float16> {
+  static constexpr DataType value = DataType::Float16;
+};
+template <>
+struct DataTypeOf<bfloat16> {
+  static constexpr DataType value = DataType::BFloat16;
 };
 
 template <class T>
