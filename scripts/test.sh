@@ -14,8 +14,8 @@ if [ "${1:-}" = "--no-sanitizers" ]; then sanitizers=0; shift; fi
 build=${RINGMEND_BUILD_DIR:-$top/build/test}
 mkdir -p "$(dirname "$build")"
 
-"$top/scripts/bootstrap.sh" --with-cluster-tools >/dev/null
-"$top/scripts/build.sh" "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGMEND_WERROR=ON
+"$top/scripts/bootstrap.sh" --with-cluster-tools --with-python >/dev/null
+"$top/scripts/build.sh" "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGMEND_WERROR=ON -DRINGMEND_PYTHON=ON
 echo "[test] ctest (every test has a timeout)"
 if [ $# -gt 0 ]; then
   ctest --test-dir "$build" --output-on-failure -j 2 "$@"
@@ -28,7 +28,7 @@ fi
 if [ "$sanitizers" = 1 ] && [ $# -eq 0 ]; then
   san=$build-asan
   "$top/scripts/build.sh" "$san" -DCMAKE_BUILD_TYPE=Debug -DRINGMEND_WERROR=ON \
-    -DRINGMEND_SANITIZE=address,undefined -DRINGMEND_BUILD_BENCH=OFF
+    -DRINGMEND_SANITIZE=address,undefined -DRINGMEND_BUILD_BENCH=OFF -DRINGMEND_PYTHON=OFF
   echo "[test] ctest under ASan+UBSan"
   # MPI and UCX keep allocations alive until exit by design: leaks are not
   # checked here, memory errors and undefined behaviour are.

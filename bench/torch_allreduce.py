@@ -1,0 +1,117 @@
+"""torch.distributed allreduce through the backend "ringmend" against torch's
+gloo backend, in one job, on the same tensors; then the DDP step time of
+examples/torch_ddp.py's model with each backend.
+
+    ringmend-run -n 2 python3 bench/torch_allreduce.py [--sizes 4K:64M] [--runs 5]
+
+For each size: busbw (GB/s) = 2 (n-1)/n x bytes / time (the traffic of a
+ring allreduce per rank, as nccl-tests count it), min / median / max over
+--runs runs of --iters calls each, for each backend, and the ratio of the
+medians. Rank 0 prints; the numbers belong to the machine they ran on.
+"""
+
+import argparse
+import json
+import platform
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+import ringmend.torch as rmt
+
+
+def parse_size(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def sizes(spec):
+    lo, hi = (parse_size(s) for s in spec.split(":"))
+    s = lo
+    while s <= hi:
+        yield s
+        s *= 4
+
+
+def time_allreduce(tensor, group, iters):
+    dist.barrier(group=group)
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        dist.all_reduce(tensor, group=group)
+    dist.barrier(group=group)
+    return (time.perf_counter() - t0) / iters
+
+
+def ddp_step_time(group, steps):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(256, 1024), torch.nn.Tanh(), torch.nn.Linear(1024, 1024), torch.nn.Tanh(),
+        torch.nn.Linear(1024, 1)
+    )
+    ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group)
+    if group is None:
+        ddp.register_comm_hook(None, rmt.elastic_mean_hook)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    x, y = torch.randn(64, 256), torch.randn(64, 1)
+    times = []
+    for i in range(steps + 3):
+        dist.barrier(group=group)
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(ddp(x), y).backward()
+        opt.step()
+        if i >= 3:  # warm-up
+            times.append(time.perf_counter() - t0)
+    return times
+
+
+def spread(values):
+    return min(values), statistics.median(values), max(values)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="4K:64M")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--ddp-steps", type=int, default=20)
+    ap.add_argument("--json", help="write the rows and the machine here")
+    args = ap.parse_args()
+
+    world = rmt.init_process_group()
+    gloo = dist.new_group(backend="gloo")
+    n = dist.get_world_size()
+    rank0 = dist.get_rank() == 0
+    if rank0:
+        print(f"# torch {torch.__version__}, {n} ranks, {platform.node()} ({platform.processor() or platform.machine()})")
+        print("# busbw GB/s: min / median / max over runs; ratio = ringmend median / gloo median")
+        print(f"# {'bytes':>10} {'ringmend':>24} {'gloo':>24} {'ratio':>6}")
+    rows = []
+    for size in sizes(args.sizes):
+        t = torch.ones(size // 4, dtype=torch.float32)
+        iters = max(3, min(200, (64 << 20) // size))
+        factor = 2 * (n - 1) / n * size / 1e9
+        bw = {"ringmend": [], "gloo": []}
+        for _ in range(args.runs):
+            for name, group in (("ringmend", None), ("gloo", gloo)):
+                bw[name].append(factor / time_allreduce(t, group, iters))
+        r, g = spread(bw["ringmend"]), spread(bw["gloo"])
+        rows.append({"bytes": size, "ringmend_busbw": r, "gloo_busbw": g, "ratio": r[1] / g[1]})
+        if rank0:
+            print(f"  {size:>10} {r[0]:7.2f} {r[1]:7.2f} {r[2]:7.2f}  {g[0]:7.2f} {g[1]:7.2f} {g[2]:7.2f} "
+                  f"{r[1] / g[1]:6.2f}", flush=True)
+    step = {name: spread(ddp_step_time(group, args.ddp_steps)) for name, group in (("ringmend", None), ("gloo", gloo))}
+    if rank0:
+        for name, (lo, med, hi) in step.items():
+            print(f"# DDP step ({name}): {lo * 1e3:.2f} / {med * 1e3:.2f} / {hi * 1e3:.2f} ms (min / median / max)")
+        print(f"# DDP step ratio gloo / ringmend: {step['gloo'][1] / step['ringmend'][1]:.2f}")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"machine": platform.node(), "ranks": n, "torch": torch.__version__, "rows": rows,
+                           "ddp_step_seconds": step}, f, indent=1)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

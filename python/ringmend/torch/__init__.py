@@ -1,0 +1,127 @@
+"""The torch.distributed backend "ringmend": DDP that keeps training in place
+when ranks die.
+
+    import torch.distributed as dist
+    import ringmend.torch                                    # registers the backend
+    world = ringmend.torch.init_process_group()              # dist over ringmend's world
+    model = torch.nn.parallel.DistributedDataParallel(model)
+    model.register_comm_hook(None, ringmend.torch.elastic_mean_hook)
+
+Launch with ringmend-run. CPU tensors of float32, float64, int32, int64,
+float16 and bfloat16; allreduce (SUM, AVG, PRODUCT, MIN, MAX), broadcast,
+barrier, allgather, reduce_scatter, all non-blocking (async_op=True gives a
+Work with wait(), is_completed() and get_future()). Other operations raise
+an error that names them.
+
+After a failure the group keeps working, in place: torch fixes a group's
+rank and size when it is made, so the group keeps its numbering and size
+(with spares the size is real again once they have joined), and the lost
+ranks simply no longer contribute. `live_size()` is the number of members
+alive; AVG and `elastic_mean_hook` divide by the number of members whose
+inputs the result holds, so a model trained through a failure matches a
+serial replay of the same samples. The application hears of a change
+through `on_membership_change`, not an exception (docs/torch.md).
+"""
+
+import datetime as _datetime
+
+import torch
+import torch.distributed as dist
+
+import ringmend
+from ringmend.torch._backend import ProcessGroupRingmend
+
+_runtime = None
+
+
+def runtime(**options):
+    """The process's ringmend Runtime, started on first use (options as for
+    ringmend.Runtime)."""
+    global _runtime
+    if _runtime is None or _runtime.closed:
+        _runtime = ringmend.Runtime(**options)
+    elif options:
+        raise ValueError("ringmend.torch.runtime(): the Runtime has started already; its options are set")
+    return _runtime
+
+
+def _create(store, rank, world_size, timeout):
+    world = runtime().world
+    if rank != world.rank or world_size != world.size:
+        raise ValueError(
+            f"the ringmend backend takes torch's rank and size from ringmend's world "
+            f"(rank {world.rank} of {world.size}), but torch passed rank {rank} of {world_size}: "
+            f"use ringmend.torch.init_process_group(), or pass rank and world_size from it"
+        )
+    return ProcessGroupRingmend(world._capsule(), world, rank, world_size)
+
+
+dist.Backend.register_backend("ringmend", _create)
+
+
+def init_process_group(timeout=_datetime.timedelta(minutes=30), **runtime_options):
+    """torch.distributed's default group over ringmend's world; returns the
+    ringmend Communicator. torch still wants a key-value store for its own
+    start-up barrier: rank 0 serves a TCPStore whose address reaches the
+    others through a ringmend broadcast (no MASTER_ADDR/MASTER_PORT needed)."""
+    import socket
+
+    import numpy as np
+
+    world = runtime(**runtime_options).world
+    address = np.zeros(256, dtype=np.int32)
+    store = None
+    if world.rank == 0:
+        store = dist.TCPStore(socket.gethostname(), 0, world.size, True, timeout, wait_for_workers=False)
+        text = f"{socket.gethostname()}:{store.port}".encode()
+        address[: len(text)] = list(text)
+    world.broadcast(address, root=0)
+    host, port = bytes(address[address > 0].astype(np.uint8)).decode().rsplit(":", 1)
+    if store is None:
+        store = dist.TCPStore(host, int(port), world.size, False, timeout)
+    dist.init_process_group("ringmend", store=store, rank=world.rank, world_size=world.size, timeout=timeout)
+    return world
+
+
+def _group(group):
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    if not isinstance(pg, ProcessGroupRingmend):
+        raise TypeError(f"not a ringmend process group: {type(pg).__name__}")
+    return pg
+
+
+def live_size(group=None):
+    """The members alive now (torch's get_world_size() stays the size at creation)."""
+    return _group(group).live_size
+
+
+def live_rank(group=None):
+    """This process's rank among the members alive now."""
+    return _group(group).live_rank
+
+
+def on_membership_change(callback):
+    """Calls callback(change) after each membership change, on every member
+    (a ringmend.MembershipChange: lost, joined, sizes, recovery times).
+    Returns an id for ringmend's remove_membership_callback."""
+    return runtime().world.on_membership_change(callback)
+
+
+def elastic_mean_hook(state, bucket):
+    """A DDP communication hook: the gradient bucket's mean over the members
+    whose gradients the sum holds (torch's default hook divides by the
+    group's size, which a lost rank makes wrong)."""
+    group = state if state is not None else None
+    work = dist.all_reduce(bucket.buffer(), op=dist.ReduceOp.AVG, group=group, async_op=True)
+    return work.get_future().then(lambda fut: fut.value()[0])
+
+
+__all__ = [
+    "ProcessGroupRingmend",
+    "elastic_mean_hook",
+    "init_process_group",
+    "live_rank",
+    "live_size",
+    "on_membership_change",
+    "runtime",
+]

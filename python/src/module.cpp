@@ -1,0 +1,533 @@
+// ringmend._core: the C++ API for Python (pybind11). The package
+// (python/ringmend/__init__.py) re-exports it; buffers are described by
+// ringmend._buffers (NumPy arrays and torch tensors on the CPU), so that this
+// module links neither NumPy nor torch.
+//
+// The GIL is released for the length of every collective: other Python
+// threads go on while a call waits on its peers. Membership callbacks and
+// the log sink take it back; a Python exception raised in a membership
+// callback cannot cross the recovery that called it, so it is kept and
+// raised when the collective returns.
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ringmend/ringmend.hpp"
+
+namespace py = pybind11;
+using namespace ringmend;
+
+namespace {
+
+// A Python object held by C++ code that may drop it without the GIL (a
+// callback inside the library): released under the GIL, or leaked when the
+// interpreter is already gone.
+struct HeldObject {
+  py::object object;
+  explicit HeldObject(py::object o) : object(std::move(o)) {}
+  HeldObject(const HeldObject&) = delete;
+  HeldObject& operator=(const HeldObject&) = delete;
+  ~HeldObject() {
+    if (!Py_IsInitialized()) {
+      object.release();
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    object = py::object();
+  }
+};
+
+// What ringmend._buffers.describe() tells of an array.
+struct BufferView {
+  void* address = nullptr;
+  std::size_t count = 0;
+  DataType type = DataType::Float32;
+  std::size_t bytes = 0;
+  std::string problem;  // why ringmend cannot use the array (then the rest is empty)
+};
+
+BufferView describe(const py::handle& array, bool writable) {
+  // Never destroyed: a static py::object would be released after the
+  // interpreter has gone.
+  static const auto* describe_fn = new py::object(py::module_::import("ringmend._buffers").attr("describe"));
+  const py::tuple t = (*describe_fn)(array, writable);
+  BufferView v;
+  v.problem = t[4].cast<std::string>();
+  if (!v.problem.empty()) return v;
+  v.address = reinterpret_cast<void*>(t[0].cast<std::uintptr_t>());
+  v.count = t[1].cast<std::size_t>();
+  v.type = t[2].cast<DataType>();
+  v.bytes = t[3].cast<std::size_t>();
+  return v;
+}
+
+// A non-blocking call from Python: keeps its arrays alive until the call
+// has completed, also when the Python object goes first (then the arrays
+// wait among the orphans, released at a later call).
+class PyRequest {
+ public:
+  PyRequest(Request request, std::vector<py::object> arrays, std::string problem,
+            std::shared_ptr<std::optional<py::error_already_set>> callback_error)
+      : request_(std::move(request)),
+        arrays_(std::move(arrays)),
+        problem_(std::move(problem)),
+        callback_error_(std::move(callback_error)) {}
+  PyRequest(const PyRequest&) = delete;
+  PyRequest& operator=(const PyRequest&) = delete;
+  ~PyRequest() {
+    if (!arrays_.empty() && !request_.test()) orphans().push_back({request_, std::move(arrays_)});
+  }
+
+  CollectiveResult wait() {
+    CollectiveResult r;
+    try {
+      py::gil_scoped_release nogil;
+      r = request_.wait();
+    } catch (const Error& e) {
+      arrays_.clear();
+      // This rank's arrays were unusable: its own error says why.
+      if (!problem_.empty() && e.code() == Errc::InvalidArgument) throw py::type_error(problem_);
+      throw;
+    }
+    arrays_.clear();
+    if (*callback_error_) {
+      py::error_already_set e = std::move(**callback_error_);
+      callback_error_->reset();
+      throw e;
+    }
+    return r;
+  }
+  bool test() const { return request_.test(); }
+
+  // Drops the arrays of the orphans whose calls have completed.
+  static void release_completed_orphans() {
+    auto& list = orphans();
+    std::erase_if(list, [](const Orphan& o) { return o.request.test(); });
+  }
+
+ private:
+  struct Orphan {
+    Request request;
+    std::vector<py::object> arrays;
+  };
+  static std::vector<Orphan>& orphans() {
+    // Touched under the GIL only; never destroyed (its objects may outlive
+    // the interpreter).
+    static auto* list = new std::vector<Orphan>;
+    return *list;
+  }
+
+  Request request_;
+  std::vector<py::object> arrays_;
+  std::string problem_;
+  std::shared_ptr<std::optional<py::error_already_set>> callback_error_;
+};
+
+// The Python side of a Communicator: the C++ one is owned by the Runtime,
+// whose Python object this keeps alive; it also keeps the arrays registered
+// as state and the membership callbacks.
+class PyRuntime;
+class PyCommunicator {
+ public:
+  PyCommunicator(Communicator& comm, py::object runtime);
+
+  // The communicator, while its Runtime is open.
+  Communicator& get();
+
+  CollectiveResult allreduce(const py::object& input, const py::object& output, ReduceOp op) {
+    const bool in_place = output.is_none() || output.is(input);
+    const BufferView in = describe(input, in_place);
+    const BufferView out = in_place ? in : describe(output, true);
+    const std::string problem = problem_of("allreduce", in, out, in_place);
+    if (!problem.empty()) return fail_collectively(problem, in.count, in.type, op);
+    return call([&] {
+      return in_place ? comm_.allreduce(in.address, in.count, in.type, op)
+                      : comm_.allreduce(in.address, out.address, in.count, in.type, op);
+    });
+  }
+
+  CollectiveResult broadcast(const py::object& buffer, int root) {
+    const BufferView b = describe(buffer, true);
+    if (!b.problem.empty()) {
+      // Every member must hear of it: the call goes on with a null buffer,
+      // which the runtime rejects on every rank.
+      return fail_with("broadcast: " + b.problem,
+                       [&] { return comm_.broadcast(nullptr, b.bytes ? b.bytes : 1, root); });
+    }
+    return call([&] { return comm_.broadcast(b.address, b.bytes, root); });
+  }
+
+  CollectiveResult barrier() {
+    return call([&] { return comm_.barrier(); });
+  }
+
+  // Non-blocking: the arrays stay referenced until the call completes. An
+  // unusable array is queued as a null buffer that every rank rejects, and
+  // this rank's wait() raises TypeError.
+  std::unique_ptr<PyRequest> iallreduce(const py::object& input, const py::object& output, ReduceOp op) {
+    PyRequest::release_completed_orphans();
+    const bool in_place = output.is_none() || output.is(input);
+    const BufferView in = describe(input, in_place);
+    const BufferView out = in_place ? in : describe(output, true);
+    const std::string problem = problem_of("iallreduce", in, out, in_place);
+    Communicator& c = get();
+    Request r = !problem.empty() ? c.iallreduce(nullptr, nullptr, in.count ? in.count : 1, in.type, op)
+                : in_place       ? c.iallreduce(in.address, in.count, in.type, op)
+                                 : c.iallreduce(in.address, out.address, in.count, in.type, op);
+    return request(std::move(r), {input, output}, problem);
+  }
+  std::unique_ptr<PyRequest> ibroadcast(const py::object& buffer, int root) {
+    PyRequest::release_completed_orphans();
+    const BufferView b = describe(buffer, true);
+    const std::string problem = b.problem.empty() ? "" : "ibroadcast: " + b.problem;
+    Request r = problem.empty() ? get().ibroadcast(b.address, b.bytes, root)
+                                : get().ibroadcast(nullptr, b.bytes ? b.bytes : 1, root);
+    return request(std::move(r), {buffer}, problem);
+  }
+  std::unique_ptr<PyRequest> ibarrier() { return request(get().ibarrier(), {}, ""); }
+  CollectiveResult grow(int count) {
+    return call([&] { return comm_.grow(count); });
+  }
+  CollectiveResult release(const std::vector<int>& ranks) {
+    return call([&] { return comm_.release(ranks); });
+  }
+  CollectiveResult release_last(int count) {
+    return call([&] { return comm_.release_last(count); });
+  }
+
+  int on_membership_change(py::function fn) {
+    auto held = std::make_shared<HeldObject>(std::move(fn));
+    return get().on_membership_change([pending = callback_error_, held](const MembershipChange& change) {
+      py::gil_scoped_acquire gil;
+      try {
+        held->object(change);
+      } catch (py::error_already_set& e) {
+        if (!*pending) pending->emplace(std::move(e));
+      }
+    });
+  }
+
+  void register_state(const std::string& name, const py::object& array) {
+    const BufferView b = describe(array, true);
+    if (!b.problem.empty())
+      throw Error(Errc::InvalidArgument, "register_state('" + name + "'): " + b.problem);
+    get().register_state(name, b.address, b.bytes);
+    states_[name] = array;  // the memory must outlive the registration
+  }
+  bool unregister_state(const std::string& name) {
+    states_.erase(name);
+    return get().unregister_state(name);
+  }
+
+ private:
+  static std::string problem_of(const char* what, const BufferView& in, const BufferView& out,
+                                bool in_place) {
+    std::string problem = !in.problem.empty() ? "input: " + in.problem : "";
+    if (problem.empty() && !out.problem.empty()) problem = "output: " + out.problem;
+    if (problem.empty() && !in_place && (in.type != out.type || in.count != out.count))
+      problem = "input and output differ (" + std::string(name_of(in.type)) + " x " +
+                std::to_string(in.count) + " against " + std::string(name_of(out.type)) + " x " +
+                std::to_string(out.count) + ")";
+    return problem.empty() ? problem : std::string(what) + ": " + problem;
+  }
+  std::unique_ptr<PyRequest> request(Request r, std::vector<py::object> arrays, std::string problem) {
+    return std::make_unique<PyRequest>(std::move(r), std::move(arrays), std::move(problem), callback_error_);
+  }
+
+  // Runs a collective without the GIL; then raises what a membership
+  // callback raised during it, if anything.
+  template <class F>
+  CollectiveResult call(F&& f) {
+    get();  // not after close()
+    CollectiveResult r;
+    {
+      py::gil_scoped_release nogil;
+      r = f();
+    }
+    raise_callback_error();
+    return r;
+  }
+  void raise_callback_error() {
+    if (!*callback_error_) return;
+    py::error_already_set e = std::move(**callback_error_);
+    callback_error_->reset();
+    throw e;
+  }
+
+  // This rank cannot take part with its arrays: the collective still runs,
+  // with a null buffer the runtime rejects on every rank alike (so that no
+  // peer waits for this one), and this rank raises TypeError with the cause.
+  CollectiveResult fail_collectively(const std::string& problem, std::size_t count, DataType type,
+                                     ReduceOp op) {
+    return fail_with(problem, [&] { return comm_.allreduce(nullptr, nullptr, count ? count : 1, type, op); });
+  }
+  template <class F>
+  CollectiveResult fail_with(const std::string& problem, F&& f) {
+    try {
+      call(std::forward<F>(f));
+    } catch (const Error& e) {
+      if (e.code() != Errc::InvalidArgument) throw;  // a failure of the call itself
+    }
+    throw py::type_error(problem);
+  }
+
+  Communicator& comm_;
+  py::object runtime_;
+  PyRuntime& runtime_state_;
+  std::map<std::string, py::object> states_;
+  // Shared with the callbacks, which may outlive this object.
+  std::shared_ptr<std::optional<py::error_already_set>> callback_error_ =
+      std::make_shared<std::optional<py::error_already_set>>();
+};
+
+// The Runtime and its world communicator; close() ends MPI (once per
+// process: MPI cannot start again).
+class PyRuntime {
+ public:
+  explicit PyRuntime(const py::dict& options) {
+    Options o = to_options(options);
+    py::gil_scoped_release nogil;  // start-up waits on the other ranks
+    runtime_ = std::make_unique<Runtime>(nullptr, nullptr, std::move(o));
+  }
+
+  Runtime& get() {
+    if (!runtime_) throw Error(Errc::InvalidArgument, "this Runtime was closed");
+    return *runtime_;
+  }
+  bool closed() const { return !runtime_; }
+
+  void close() {
+    if (!runtime_) return;
+    std::unique_ptr<Runtime> r = std::move(runtime_);
+    py::gil_scoped_release nogil;  // the shutdown agrees with the other ranks
+    r.reset();
+  }
+
+ private:
+  static Options to_options(const py::dict& options) {
+    Options o;
+    const auto size = [](const py::handle& v) { return v.cast<std::size_t>(); };
+    const auto seconds = [](const py::handle& v) { return v.cast<double>(); };
+    const auto flag = [](const py::handle& v) { return v.cast<bool>(); };
+    const std::map<std::string, std::function<void(const py::handle&)>> fields = {
+        {"chunk_bytes", [&](const py::handle& v) { o.chunk_bytes = size(v); }},
+        {"small_bytes", [&](const py::handle& v) { o.small_bytes = size(v); }},
+        {"timeout", [&](const py::handle& v) { o.timeout_seconds = seconds(v); }},
+        {"recovery_timeout", [&](const py::handle& v) { o.recovery_timeout_seconds = seconds(v); }},
+        {"start_timeout", [&](const py::handle& v) { o.start_timeout_seconds = seconds(v); }},
+        {"finalize_timeout", [&](const py::handle& v) { o.finalize_timeout_seconds = seconds(v); }},
+        {"spares", [&](const py::handle& v) { o.spares = size(v); }},
+        {"spare_policy",
+         [&](const py::handle& v) {
+           o.spare_policy = parse_spare_policy("spare_policy", v.cast<std::string>());
+         }},
+        {"shm", [&](const py::handle& v) { o.shm = flag(v); }},
+        {"shm_tune", [&](const py::handle& v) { o.shm_tune = flag(v); }},
+        {"shm_buffer_bytes", [&](const py::handle& v) { o.shm_buffer_bytes = size(v); }},
+        {"shm_chunk_bytes", [&](const py::handle& v) { o.shm_chunk_bytes = size(v); }},
+        {"shm_depth", [&](const py::handle& v) { o.shm_depth = size(v); }},
+        {"log_level",
+         [&](const py::handle& v) { o.log_level = parse_log_level("log_level", v.cast<std::string>()); }},
+        {"verbose", [&](const py::handle& v) { o.verbose = flag(v); }},
+        {"fault_spec", [&](const py::handle& v) { o.fault_spec = v.cast<std::string>(); }},
+    };
+    for (const auto& [key, value] : options) {
+      const std::string name = key.cast<std::string>();
+      const auto it = fields.find(name);
+      if (it == fields.end()) {
+        std::string known;
+        for (const auto& f : fields) known += (known.empty() ? "" : ", ") + f.first;
+        throw Error(Errc::InvalidArgument, "Runtime: unknown option '" + name + "' (options: " + known + ")");
+      }
+      try {
+        it->second(value);
+      } catch (const py::cast_error&) {
+        throw Error(Errc::InvalidArgument, "Runtime: option '" + name + "' has a value of the wrong type (" +
+                                               std::string(py::str(py::type::of(value).attr("__name__"))) +
+                                               ")");
+      } catch (const Error& e) {
+        throw Error(Errc::InvalidArgument, "Runtime: option '" + name + "': " + e.what());
+      }
+    }
+    return o;
+  }
+
+  std::unique_ptr<Runtime> runtime_;
+};
+
+PyCommunicator::PyCommunicator(Communicator& comm, py::object runtime)
+    : comm_(comm), runtime_(std::move(runtime)), runtime_state_(runtime_.cast<PyRuntime&>()) {}
+
+Communicator& PyCommunicator::get() {
+  if (runtime_state_.closed())
+    throw Error(Errc::InvalidArgument, "the Runtime of this communicator was closed");
+  return comm_;
+}
+
+std::string ids_text(const std::vector<int>& ids) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "ringmend's C++ API (use the package `ringmend`)";
+
+  py::enum_<DataType>(m, "DataType")
+      .value("FLOAT32", DataType::Float32)
+      .value("FLOAT64", DataType::Float64)
+      .value("INT32", DataType::Int32)
+      .value("INT64", DataType::Int64)
+      .value("FLOAT16", DataType::Float16)
+      .value("BFLOAT16", DataType::BFloat16);
+  py::enum_<ReduceOp>(m, "ReduceOp")
+      .value("SUM", ReduceOp::Sum)
+      .value("PROD", ReduceOp::Prod)
+      .value("MIN", ReduceOp::Min)
+      .value("MAX", ReduceOp::Max);
+  py::enum_<Errc>(m, "Errc")
+      .value("INVALID_ARGUMENT", Errc::InvalidArgument)
+      .value("MISMATCH", Errc::Mismatch)
+      .value("TIMEOUT", Errc::Timeout)
+      .value("FAULT_TOLERANCE_UNAVAILABLE", Errc::FaultToleranceUnavailable)
+      .value("ROOT_LOST", Errc::RootLost)
+      .value("BAD_ENVIRONMENT", Errc::BadEnvironment)
+      .value("INTERNAL", Errc::Internal)
+      .value("RELEASED", Errc::Released);
+  py::enum_<LogLevel>(m, "LogLevel")
+      .value("ERROR", LogLevel::Error)
+      .value("WARN", LogLevel::Warn)
+      .value("INFO", LogLevel::Info)
+      .value("DEBUG", LogLevel::Debug);
+
+  // ringmend.Error(RuntimeError) with `code`, an Errc.
+  // Never destroyed (see describe()).
+  static const auto* error_type = new py::exception<Error>(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      py::object err = py::handle(error_type->ptr())(e.what());
+      err.attr("code") = e.code();
+      PyErr_SetObject(error_type->ptr(), err.ptr());
+    }
+  });
+
+  py::class_<CollectiveResult>(m, "CollectiveResult")
+      .def_readonly("recovered", &CollectiveResult::recovered)
+      .def_readonly("lost", &CollectiveResult::lost)
+      .def_readonly("joined", &CollectiveResult::joined)
+      .def_readonly("released", &CollectiveResult::released)
+      .def_readonly("contributors", &CollectiveResult::contributors)
+      .def_readonly("epoch", &CollectiveResult::epoch)
+      .def_readonly("left", &CollectiveResult::left)
+      .def("__repr__", [](const CollectiveResult& r) {
+        std::string s = "CollectiveResult(contributors=" + std::to_string(r.contributors) +
+                        ", epoch=" + std::to_string(r.epoch);
+        if (r.recovered) s += ", recovered=True";
+        if (!r.lost.empty()) s += ", lost=" + ids_text(r.lost);
+        if (!r.joined.empty()) s += ", joined=" + ids_text(r.joined);
+        if (!r.released.empty()) s += ", released=" + ids_text(r.released);
+        if (r.left) s += ", left=True";
+        return s + ")";
+      });
+
+  py::class_<MembershipChange>(m, "MembershipChange")
+      .def_readonly("old_epoch", &MembershipChange::old_epoch)
+      .def_readonly("new_epoch", &MembershipChange::new_epoch)
+      .def_readonly("lost", &MembershipChange::lost)
+      .def_readonly("joined", &MembershipChange::joined)
+      .def_readonly("released", &MembershipChange::released)
+      .def_readonly("old_size", &MembershipChange::old_size)
+      .def_readonly("new_size", &MembershipChange::new_size)
+      .def_readonly("new_rank", &MembershipChange::new_rank)
+      .def_readonly("recovery_seconds", &MembershipChange::recovery_seconds)
+      .def_readonly("shrink_seconds", &MembershipChange::shrink_seconds)
+      .def_readonly("rebuild_seconds", &MembershipChange::rebuild_seconds)
+      .def_readonly("admit_seconds", &MembershipChange::admit_seconds)
+      .def_readonly("state_seconds", &MembershipChange::state_seconds)
+      .def_readonly("state_bytes", &MembershipChange::state_bytes)
+      .def_readonly("attempts", &MembershipChange::attempts)
+      .def("__repr__", [](const MembershipChange& c) {
+        return "MembershipChange(epoch " + std::to_string(c.old_epoch) + " -> " +
+               std::to_string(c.new_epoch) + ", size " + std::to_string(c.old_size) + " -> " +
+               std::to_string(c.new_size) + ", lost=" + ids_text(c.lost) + ", joined=" + ids_text(c.joined) +
+               ", released=" + ids_text(c.released) + ")";
+      });
+
+  py::class_<PyRequest>(m, "Request").def("wait", &PyRequest::wait).def("test", &PyRequest::test);
+
+  py::class_<PyCommunicator>(m, "Communicator")
+      .def_property_readonly("rank", [](PyCommunicator& c) { return c.get().rank(); })
+      .def_property_readonly("size", [](PyCommunicator& c) { return c.get().size(); })
+      .def_property_readonly("epoch", [](PyCommunicator& c) { return c.get().epoch(); })
+      .def_property_readonly("member_id", [](PyCommunicator& c) { return c.get().member_id(); })
+      .def_property_readonly("member_ids", [](PyCommunicator& c) { return c.get().member_ids(); })
+      .def_property_readonly("collectives_called",
+                             [](PyCommunicator& c) { return c.get().collectives_called(); })
+      .def_property_readonly("joined", [](PyCommunicator& c) { return c.get().joined(); })
+      .def_property_readonly("left", [](PyCommunicator& c) { return c.get().left(); })
+      .def("allreduce", &PyCommunicator::allreduce, py::arg("input"), py::arg("output") = py::none(),
+           py::arg("op") = ReduceOp::Sum)
+      .def("broadcast", &PyCommunicator::broadcast, py::arg("buffer"), py::arg("root"))
+      .def("barrier", &PyCommunicator::barrier)
+      .def("iallreduce", &PyCommunicator::iallreduce, py::arg("input"), py::arg("output") = py::none(),
+           py::arg("op") = ReduceOp::Sum)
+      .def("ibroadcast", &PyCommunicator::ibroadcast, py::arg("buffer"), py::arg("root"))
+      .def("ibarrier", &PyCommunicator::ibarrier)
+      .def("grow", &PyCommunicator::grow, py::arg("count"))
+      .def("release", &PyCommunicator::release, py::arg("ranks"))
+      .def("release_last", &PyCommunicator::release_last, py::arg("count"))
+      .def("on_membership_change", &PyCommunicator::on_membership_change, py::arg("callback"))
+      .def(
+          "remove_membership_callback",
+          [](PyCommunicator& c, int id) { c.get().remove_membership_callback(id); }, py::arg("id"))
+      .def("register_state", &PyCommunicator::register_state, py::arg("name"), py::arg("array"))
+      // The C++ communicator, for ringmend.torch's process group (which keeps
+      // this object alive while it uses it).
+      .def("_capsule", [](PyCommunicator& c) { return py::capsule(&c.get(), "ringmend.Communicator"); })
+      .def("unregister_state", &PyCommunicator::unregister_state, py::arg("name"));
+
+  py::class_<PyRuntime>(m, "Runtime")
+      .def(py::init<const py::dict&>(), py::arg("options") = py::dict())
+      .def("_make_world",
+           [](py::object self) {
+             auto& r = self.cast<PyRuntime&>();
+             return std::make_unique<PyCommunicator>(r.get().world(), self);
+           })
+      .def_property_readonly("fault_tolerant", [](PyRuntime& r) { return r.get().fault_tolerant(); })
+      .def_property_readonly("fault_tolerance_status",
+                             [](PyRuntime& r) { return r.get().fault_tolerance_status(); })
+      .def_property_readonly("closed", &PyRuntime::closed)
+      .def("close", &PyRuntime::close);
+
+  m.def("version", &version);
+  m.def("ft_mpirun_args", &ft_mpirun_args);
+  m.def(
+      "set_log_sink",
+      [](py::object sink) {
+        if (sink.is_none()) {
+          set_log_sink({});
+          return;
+        }
+        auto held = std::make_shared<HeldObject>(std::move(sink));
+        set_log_sink([held](LogLevel level, const std::string& line) {
+          py::gil_scoped_acquire gil;
+          try {
+            held->object(level, line);
+          } catch (py::error_already_set& e) {
+            e.discard_as_unraisable("ringmend log sink");
+          }
+        });
+      },
+      py::arg("sink"));
+}

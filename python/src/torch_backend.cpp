@@ -1,0 +1,341 @@
+// ringmend.torch._backend: the torch.distributed backend "ringmend" (torch
+// 1.13's c10d::ProcessGroup), over ringmend's non-blocking calls.
+//
+// Every collective is queued on the communicator's call thread and returns a
+// c10d::Work made from a future, completed by the call thread when the call
+// ends: DDP's gradient buckets are reduced while the backward pass goes on.
+// torch fixes a group's rank and size at construction; ringmend's
+// membership changes under it when ranks die. The group keeps torch's
+// numbering and size; the calls run over the members alive (see
+// docs/torch.md): a sum has one term per member that contributed, AVG
+// divides by that number, and allgather / reduce_scatter, whose outputs
+// need one slot per rank, fail clearly once ranks are missing.
+#include <ATen/ATen.h>
+#include <pybind11/chrono.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+#include <vector>
+
+#include "ringmend/ringmend.hpp"
+
+namespace py = pybind11;
+
+namespace ringmend::torch_backend {
+namespace {
+
+// The error torch shows for a ringmend::Error: c10::Error keeps the text;
+// the code leads it, so that Python code can tell the kinds apart.
+std::exception_ptr as_torch_error(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& err) {
+    return std::make_exception_ptr(
+        std::runtime_error(std::string("ringmend ") + to_string(err.code()) + ": " + err.what()));
+  } catch (...) {
+    return e;
+  }
+}
+
+DataType data_type_of(const at::Tensor& t, const char* op) {
+  switch (t.scalar_type()) {
+    case at::kFloat:
+      return DataType::Float32;
+    case at::kDouble:
+      return DataType::Float64;
+    case at::kInt:
+      return DataType::Int32;
+    case at::kLong:
+      return DataType::Int64;
+    case at::kHalf:
+      return DataType::Float16;
+    case at::kBFloat16:
+      return DataType::BFloat16;
+    default:
+      TORCH_CHECK(false, "ringmend ", op, ": tensors of ", t.scalar_type(),
+                  " are not supported (float32, float64, int32, int64, float16, bfloat16)");
+  }
+}
+
+void check_tensor(const at::Tensor& t, const char* op) {
+  TORCH_CHECK(t.device().is_cpu(), "ringmend ", op, ": the tensor is on ", t.device(),
+              "; the ringmend backend reduces CPU tensors");
+  TORCH_CHECK(t.is_contiguous(), "ringmend ", op, ": the tensor is not contiguous");
+  data_type_of(t, op);
+}
+
+const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* op) {
+  TORCH_CHECK(tensors.size() == 1, "ringmend ", op, ": takes one tensor per call (got ", tensors.size(),
+              "); call it once per tensor");
+  check_tensor(tensors[0], op);
+  return tensors[0];
+}
+
+struct ReduceChoice {
+  ReduceOp op;
+  bool average;
+};
+
+ReduceChoice reduce_op_of(const c10d::ReduceOp& op, const char* what) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+      return {ReduceOp::Sum, false};
+    case c10d::ReduceOp::AVG:
+      return {ReduceOp::Sum, true};
+    case c10d::ReduceOp::PRODUCT:
+      return {ReduceOp::Prod, false};
+    case c10d::ReduceOp::MIN:
+      return {ReduceOp::Min, false};
+    case c10d::ReduceOp::MAX:
+      return {ReduceOp::Max, false};
+    default:
+      TORCH_CHECK(false, "ringmend ", what, ": reduction ", static_cast<int>(op.op_),
+                  " is not supported (SUM, AVG, PRODUCT, MIN, MAX)");
+  }
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> tensor_list_future() {
+  return c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+}
+
+// A call in flight, as torch sees it: complete when the future is, and
+// its wait() raises the call's error (torch's Work made from a future only
+// waits).
+class RingmendWork final : public c10d::Work {
+ public:
+  RingmendWork(c10d::OpType type, c10::intrusive_ptr<c10::ivalue::Future> future)
+      : Work(-1, type), future_(std::move(future)) {}
+
+  bool isCompleted() override { return future_->completed(); }
+  bool isSuccess() const override { return future_->completed() && !future_->hasError(); }
+  std::exception_ptr exception() const override {
+    return future_->completed() && future_->hasError() ? future_->exception_ptr() : nullptr;
+  }
+  std::vector<at::Tensor> result() override { return future_->value().toTensorVector(); }
+  bool wait(std::chrono::milliseconds timeout) override {
+    if (timeout == kNoTimeout) {
+      future_->wait();
+    } else {
+      // ringmend bounds each call (RINGMEND_TIMEOUT); this bounds the wait.
+      const auto until = std::chrono::steady_clock::now() + timeout;
+      while (!future_->completed()) {
+        TORCH_CHECK(std::chrono::steady_clock::now() < until, "ringmend: the wait timed out after ",
+                    timeout.count(), " ms; the call goes on");
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    }
+    if (future_->hasError()) std::rethrow_exception(future_->exception_ptr());
+    return true;
+  }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+}  // namespace
+
+class ProcessGroupRingmend final : public c10d::ProcessGroup {
+ public:
+  // `owner` keeps the Python communicator (and its Runtime) alive.
+  ProcessGroupRingmend(Communicator& comm, py::object owner, int rank, int size)
+      : ProcessGroup(rank, size), comm_(comm), owner_(std::move(owner)) {}
+  ~ProcessGroupRingmend() override {
+    py::gil_scoped_acquire gil;
+    owner_ = py::object();
+  }
+
+  const std::string getBackendName() const override { return "ringmend"; }
+
+  // The members alive now (torch's getSize() stays the size at creation).
+  int live_size() const { return comm_.size(); }
+  int live_rank() const { return comm_.rank(); }
+
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override {
+    const at::Tensor t = single(tensors, "allreduce");
+    const ReduceChoice r = reduce_op_of(opts.reduceOp, "allreduce");
+    TORCH_CHECK(!r.average || at::isFloatingType(t.scalar_type()),
+                "ringmend allreduce: AVG needs a floating-point tensor");
+    return queue(
+        c10d::OpType::ALLREDUCE, {t},
+        [&] { return comm_.iallreduce(t.data_ptr(), t.numel(), data_type_of(t, ""), r.op); },
+        [t, average = r.average](const CollectiveResult& res) {
+          if (average && res.contributors > 0) t.div_(res.contributors);
+        });
+  }
+
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts) override {
+    // One call over the tensors laid end to end (one type).
+    TORCH_CHECK(!tensors.empty(), "ringmend allreduce_coalesced: no tensors");
+    for (const auto& t : tensors) {
+      check_tensor(t, "allreduce_coalesced");
+      TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(),
+                  "ringmend allreduce_coalesced: the tensors must have one type");
+    }
+    const ReduceChoice r = reduce_op_of(opts.reduceOp, "allreduce_coalesced");
+    at::Tensor flat = at::cat(flattened(tensors));
+    return queue(
+        c10d::OpType::ALLREDUCE_COALESCED, tensors,
+        [&] { return comm_.iallreduce(flat.data_ptr(), flat.numel(), data_type_of(flat, ""), r.op); },
+        [flat, tensors, average = r.average](const CollectiveResult& res) {
+          if (average && res.contributors > 0) flat.div_(res.contributors);
+          std::int64_t at = 0;
+          for (const auto& t : tensors) {
+            t.view({-1}).copy_(flat.narrow(0, at, t.numel()));
+            at += t.numel();
+          }
+        });
+  }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override {
+    const at::Tensor t = single(tensors, "broadcast");
+    const int root = static_cast<int>(opts.rootRank);
+    return queue(c10d::OpType::BROADCAST, {t},
+                 [&] { return comm_.ibroadcast(t.data_ptr(), t.nbytes(), root); }, {});
+  }
+
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions&) override {
+    return queue(c10d::OpType::BARRIER, {}, [&] { return comm_.ibarrier(); }, {});
+  }
+
+  // Each rank's input lands in its slot: an allreduce (sum) of a zeroed
+  // buffer that holds this rank's input in its slot, over the raw words, so
+  // that every value (floats too) arrives bit for bit. Needs every rank.
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions&) override {
+    const at::Tensor in = single(inputs, "allgather");
+    TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(),
+                "ringmend allgather: needs one list of ", getSize(), " output tensors");
+    for (const auto& o : outputs[0]) {
+      check_tensor(o, "allgather");
+      TORCH_CHECK(o.numel() == in.numel() && o.scalar_type() == in.scalar_type(),
+                  "ringmend allgather: every output tensor must match the input's size and type");
+    }
+    return gather_into(in, outputs[0]);
+  }
+
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions&) override {
+    check_tensor(input, "_allgather_base");
+    check_tensor(output, "_allgather_base");
+    TORCH_CHECK(output.numel() == input.numel() * getSize() && output.scalar_type() == input.scalar_type(),
+                "ringmend _allgather_base: the output must hold size x the input, of its type");
+    return gather_into(input, output.view({-1}).chunk(getSize()));
+  }
+
+  // Allreduce of the inputs laid end to end; this rank keeps its slot.
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override {
+    const at::Tensor out = single(outputs, "reduce_scatter");
+    TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
+                "ringmend reduce_scatter: needs one list of ", getSize(), " input tensors");
+    for (const auto& i : inputs[0]) {
+      check_tensor(i, "reduce_scatter");
+      TORCH_CHECK(i.numel() == out.numel() && i.scalar_type() == out.scalar_type(),
+                  "ringmend reduce_scatter: every input tensor must match the output's size and type");
+    }
+    const ReduceChoice r = reduce_op_of(opts.reduceOp, "reduce_scatter");
+    at::Tensor flat = at::cat(flattened(inputs[0]));
+    const int size = getSize(), slot = getRank();
+    return queue(
+        c10d::OpType::REDUCE_SCATTER, {out},
+        [&] { return comm_.iallreduce(flat.data_ptr(), flat.numel(), data_type_of(flat, ""), r.op); },
+        [flat, out, size, slot, average = r.average](const CollectiveResult& res) {
+          require_everyone(res, size, "reduce_scatter");
+          if (average) flat.div_(res.contributors);
+          out.view({-1}).copy_(flat.narrow(0, slot * out.numel(), out.numel()));
+        });
+  }
+
+ private:
+  static std::vector<at::Tensor> flattened(const std::vector<at::Tensor>& tensors) {
+    std::vector<at::Tensor> flat;
+    flat.reserve(tensors.size());
+    for (const auto& t : tensors) flat.push_back(t.view({-1}));
+    return flat;
+  }
+
+  static void require_everyone(const CollectiveResult& res, int size, const char* op) {
+    if (res.contributors != size || !res.lost.empty())
+      throw Error(Errc::InvalidArgument,
+                  std::string(op) + " needs every rank of the group, and " +
+                      std::to_string(size - res.contributors + static_cast<int>(res.lost.size())) +
+                      " are gone; after a membership change, create the group again to use it");
+  }
+
+  c10::intrusive_ptr<c10d::Work> gather_into(const at::Tensor& in, std::vector<at::Tensor> slots) {
+    const int size = getSize(), slot = getRank();
+    // 64-bit words, the last one padded with zeros: a sum of one value and
+    // zeros is that value, bit for bit, whatever the type.
+    const std::size_t bytes = in.nbytes();
+    const std::int64_t words = static_cast<std::int64_t>((bytes + 7) / 8);
+    at::Tensor buffer = at::zeros({words * size}, at::kLong);
+    std::memcpy(buffer.narrow(0, slot * words, words).data_ptr(), in.data_ptr(), bytes);
+    return queue(
+        c10d::OpType::ALLGATHER, slots,
+        [&] { return comm_.iallreduce(buffer.data_ptr(), buffer.numel(), DataType::Int64, ReduceOp::Sum); },
+        [buffer, slots, size, words, bytes](const CollectiveResult& res) {
+          require_everyone(res, size, "allgather");
+          for (int r = 0; r < size; ++r)
+            std::memcpy(slots[static_cast<std::size_t>(r)].data_ptr(),
+                        buffer.narrow(0, r * words, words).data_ptr(), bytes);
+        });
+  }
+
+  // Queues the call made by `start`; when it completes, `then` runs on the
+  // call thread and the future gets `outputs` (or the error).
+  template <class Start>
+  c10::intrusive_ptr<c10d::Work> queue(c10d::OpType type, std::vector<at::Tensor> outputs, Start&& start,
+                                       std::function<void(const CollectiveResult&)> then) {
+    auto future = tensor_list_future();
+    Request request;
+    {
+      // DDP calls from the autograd thread, the application from its own.
+      std::lock_guard lock(calls_);
+      request = start();
+    }
+    request.on_complete([request, future, outputs = std::move(outputs), then = std::move(then)] {
+      try {
+        const CollectiveResult res = request.wait();  // complete: returns at once
+        if (then) then(res);
+        future->markCompleted(c10::IValue(outputs));
+      } catch (...) {
+        future->setError(as_torch_error(std::current_exception()));
+      }
+    });
+    return c10::make_intrusive<RingmendWork>(type, future);
+  }
+
+  Communicator& comm_;
+  py::object owner_;
+  std::mutex calls_;
+};
+
+}  // namespace ringmend::torch_backend
+
+PYBIND11_MODULE(_backend, m) {
+  using ringmend::torch_backend::ProcessGroupRingmend;
+  m.doc() = "The torch.distributed backend \"ringmend\" (use `import ringmend.torch`)";
+  py::module_::import("torch.distributed");  // registers c10d::ProcessGroup's Python type
+  py::class_<ProcessGroupRingmend, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupRingmend>>(
+      m, "ProcessGroupRingmend")
+      .def(py::init([](py::capsule communicator, py::object owner, int rank, int size) {
+             auto* comm = static_cast<ringmend::Communicator*>(communicator.get_pointer());
+             return c10::make_intrusive<ProcessGroupRingmend>(*comm, std::move(owner), rank, size);
+           }),
+           py::arg("communicator"), py::arg("owner"), py::arg("rank"), py::arg("size"))
+      .def_property_readonly("live_size", &ProcessGroupRingmend::live_size)
+      .def_property_readonly("live_rank", &ProcessGroupRingmend::live_rank);
+}

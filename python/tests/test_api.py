@@ -1,0 +1,238 @@
+"""The Python API on NumPy arrays, under a real MPI job of
+several ranks (python/CMakeLists.txt registers it with CTest). Each rank's
+input is a function of its member id, so every rank knows the exact result;
+the 16-bit types get small integers, which they hold exactly."""
+
+import numpy as np
+import pytest
+
+import ringmend
+
+OPS = [ringmend.SUM, ringmend.PROD, ringmend.MIN, ringmend.MAX]
+NUMPY_TYPES = ["float32", "float64", "int32", "int64", "float16"]
+
+
+def inputs(member, n, op):
+    """Small integers: sums, products (of -1, 1, 2) and extremes stay exact in every type."""
+    k = np.arange(n, dtype=np.int64)
+    if op == ringmend.SUM:
+        return (member * 7 + k * 3) % 11 - 5
+    if op == ringmend.PROD:
+        v = (member + k) % 3
+        return np.where(v == 0, 2, np.where(v == 1, -1, 1))
+    return (member * 13 + k * 7) % 101 - 50
+
+
+def expected(members, n, op):
+    values = [inputs(m, n, op) for m in members]
+    fold = {ringmend.SUM: np.add, ringmend.PROD: np.multiply, ringmend.MIN: np.minimum, ringmend.MAX: np.maximum}[op]
+    out = values[0]
+    for v in values[1:]:
+        out = fold(out, v)
+    return out
+
+
+def test_options_are_checked_before_mpi_starts():
+    with pytest.raises(ringmend.Error) as e:
+        ringmend.Runtime(no_such_option=1)
+    assert e.value.code == ringmend.Errc.INVALID_ARGUMENT
+    assert "no_such_option" in str(e.value)
+    with pytest.raises(ringmend.Error) as e:
+        ringmend.Runtime(timeout="soon")
+    assert e.value.code == ringmend.Errc.INVALID_ARGUMENT and "timeout" in str(e.value)
+
+
+def test_world(runtime, world):
+    assert runtime.fault_tolerant, runtime.fault_tolerance_status
+    assert world.size >= 2
+    assert 0 <= world.rank < world.size
+    assert world.member_ids[world.rank] == world.member_id
+    assert ringmend.__version__ == ringmend.version()
+
+
+@pytest.mark.parametrize("dtype", NUMPY_TYPES)
+@pytest.mark.parametrize("op", OPS, ids=lambda o: o.name)
+@pytest.mark.parametrize("n", [1, 1000, 70001])
+def test_allreduce_numpy(world, dtype, op, n):
+    want = expected(world.member_ids, n, op).astype(dtype)
+    x = inputs(world.member_id, n, op).astype(dtype)
+    out = np.empty_like(x)
+    r = world.allreduce(x, out, op=op)
+    assert r.contributors == world.size and not r.recovered
+    np.testing.assert_array_equal(out, want)
+    world.allreduce(x, op=op)  # in place
+    np.testing.assert_array_equal(x, want)
+
+
+def test_broadcast(world):
+    root = world.size - 1
+    a = np.arange(10007, dtype=np.float64) * (1 if world.rank == root else 0)
+    r = world.broadcast(a, root=root)
+    assert r.contributors == world.size
+    np.testing.assert_array_equal(a, np.arange(10007, dtype=np.float64))
+    with pytest.raises(ringmend.Error) as e:
+        world.broadcast(a, root=world.size)
+    assert e.value.code == ringmend.Errc.INVALID_ARGUMENT
+
+
+def test_barrier_and_result(world):
+    r = world.barrier()
+    assert r.contributors == world.size and r.epoch == world.epoch
+    assert r.lost == [] and r.joined == [] and not r.left
+    assert "contributors=" in repr(r)
+
+
+def test_unusable_array_on_one_rank_fails_every_rank(world):
+    """A rank whose array ringmend cannot use raises TypeError; the others
+    get INVALID_ARGUMENT instead of waiting for it; the next call works."""
+    odd = world.rank == 1
+    x = np.ones(100, dtype=np.float32)
+    bad = [1.0] * 100 if odd else x
+    if odd:
+        with pytest.raises(TypeError, match="list"):
+            world.allreduce(bad)
+    else:
+        with pytest.raises(ringmend.Error) as e:
+            world.allreduce(bad)
+        assert e.value.code == ringmend.Errc.INVALID_ARGUMENT
+    y = np.ones(100, dtype=np.float32)
+    world.allreduce(y)
+    np.testing.assert_array_equal(y, np.full(100, world.size, dtype=np.float32))
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["non_contiguous", "read_only", "unsupported_dtype"],
+)
+def test_more_unusable_arrays(world, case):
+    odd = world.rank == world.size - 1
+    good = np.zeros(64, dtype=np.float32)
+    if case == "non_contiguous":
+        bad = np.zeros(128, dtype=np.float32)[::2]
+    elif case == "read_only":
+        bad = np.zeros(64, dtype=np.float32)
+        bad.flags.writeable = False
+    else:
+        bad = np.zeros(64, dtype=np.complex64)
+    with pytest.raises(TypeError if odd else ringmend.Error):
+        world.allreduce(bad if odd else good)
+
+
+def test_shape_mismatch_is_a_mismatch_on_every_rank(world):
+    n = 1000 + (1 if world.rank == 0 else 0)
+    with pytest.raises(ringmend.Error) as e:
+        world.allreduce(np.ones(n, dtype=np.float32))
+    assert e.value.code == ringmend.Errc.MISMATCH
+    assert "count" in str(e.value)
+
+
+def test_dtype_mismatch(world):
+    x = np.ones(10, dtype=np.float64 if world.rank == 0 else np.float32)
+    with pytest.raises(ringmend.Error) as e:
+        world.allreduce(x)
+    assert e.value.code == ringmend.Errc.MISMATCH
+
+
+def test_out_of_place_arrays_must_agree(world):
+    with pytest.raises(TypeError, match="differ"):
+        world.allreduce(np.ones(10, dtype=np.float32), np.ones(11, dtype=np.float32))
+
+
+def test_membership_callback_registration(world):
+    changes = []
+    cid = world.on_membership_change(changes.append)
+    world.barrier()
+    world.remove_membership_callback(cid)
+    assert changes == []
+
+
+def test_register_state_needs_a_usable_array(world):
+    with pytest.raises(ringmend.Error) as e:
+        world.register_state("model", [1, 2, 3])
+    assert e.value.code == ringmend.Errc.INVALID_ARGUMENT
+    w = np.zeros(16)
+    world.register_state("model", w)
+    assert world.unregister_state("model")
+    assert not world.unregister_state("model")
+
+
+def test_the_gil_is_released_during_a_call(world):
+    """A Python thread keeps running while the main thread waits in a collective."""
+    import threading
+    import time
+
+    ticks = []
+    stop = threading.Event()
+
+    def ticker():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    if world.rank == 0:
+        time.sleep(0.3)  # the others wait in the barrier meanwhile
+    before = len(ticks)
+    world.barrier()
+    after = len(ticks)
+    stop.set()
+    t.join()
+    if world.rank != 0:
+        assert after - before > 20, "the ticker thread stalled while this rank waited in the barrier"
+
+
+def test_nonblocking_progresses_while_python_computes(world):
+    """Requests made before a stretch of pure-Python work (which holds the
+    GIL) have completed by its end: the call thread needs no GIL."""
+    import time
+
+    n = 50001
+    xs = [inputs(world.member_id, n, ringmend.SUM).astype(t) for t in ("float32", "int64", "float16")]
+    reqs = [world.iallreduce(x) for x in xs]
+    until = time.monotonic() + 0.4
+    spins = 0
+    while time.monotonic() < until:
+        spins += 1
+    assert all(r.test() for r in reqs), "requests did not complete while this thread computed"
+    for x, r in zip(xs, reqs):
+        res = r.wait()
+        assert res.contributors == world.size
+        np.testing.assert_array_equal(x, expected(world.member_ids, n, ringmend.SUM).astype(x.dtype))
+
+
+def test_nonblocking_in_order_with_blocking_calls(world):
+    a = np.full(1000, world.rank + 1, dtype=np.int64)
+    b = np.full(10, world.rank + 1, dtype=np.int64)
+    out = np.empty_like(a)
+    ra = world.iallreduce(a, out, op=ringmend.MAX)
+    world.allreduce(b, op=ringmend.MIN)  # blocking, behind the request
+    c = np.zeros(7, dtype=np.float64) + (3.5 if world.rank == 0 else 0)
+    rc = world.ibroadcast(c, root=0)
+    rb = world.ibarrier()
+    ra.wait(), rc.wait(), rb.wait()
+    assert np.all(out == world.size) and np.all(b == 1) and np.all(c == 3.5)
+
+
+def test_nonblocking_unusable_array_and_mismatch(world):
+    odd = world.rank == 1
+    req = world.iallreduce([1.0] if odd else np.ones(4, dtype=np.float32))
+    with pytest.raises(TypeError if odd else ringmend.Error):
+        req.wait()
+    req = world.iallreduce(np.ones(5 if world.rank == 0 else 6, dtype=np.float32))
+    with pytest.raises(ringmend.Error) as e:
+        req.wait()
+    assert e.value.code == ringmend.Errc.MISMATCH
+
+
+def test_dropped_request_keeps_its_array(world):
+    """A request dropped unwaited keeps its array alive until the call ends."""
+    import gc
+
+    def start():
+        x = np.ones(200003, dtype=np.float64)
+        world.iallreduce(x)  # x is referenced only by the request
+
+    start()
+    gc.collect()
+    world.barrier()  # behind the dropped call: it has completed

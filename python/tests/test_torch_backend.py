@@ -1,0 +1,175 @@
+"""The torch.distributed backend "ringmend" against torch's own gloo backend,
+on the same data, in a real MPI job of several ranks. Run on its own (it
+starts its own Runtime through ringmend.torch)."""
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed for this interpreter (python3-torch)")
+import torch.distributed as dist  # noqa: E402
+
+import ringmend  # noqa: E402
+import ringmend.torch as rmt  # noqa: E402
+
+OPS = [dist.ReduceOp.SUM, dist.ReduceOp.PRODUCT, dist.ReduceOp.MIN, dist.ReduceOp.MAX]
+TYPES = [torch.float32, torch.float64, torch.int32, torch.int64, torch.float16, torch.bfloat16]
+# gloo has no bfloat16 reductions in torch 1.13: those are checked against a
+# reduction computed here.
+GLOO_TYPES = [torch.float32, torch.float64, torch.int32, torch.int64, torch.float16]
+
+
+@pytest.fixture(scope="module")
+def groups():
+    world = rmt.init_process_group()
+    gloo = dist.new_group(backend="gloo")
+    yield world, gloo
+    dist.destroy_process_group()
+
+
+def data(rank, n, op, dtype, salt=0):
+    """Small integers: exact in every type, for every op and rank count here."""
+    k = torch.arange(n, dtype=torch.int64) + salt
+    if op == dist.ReduceOp.PRODUCT:
+        v = (rank + k) % 3
+        x = torch.where(v == 0, 2, torch.where(v == 1, -1, 1))
+    elif op == dist.ReduceOp.SUM:
+        x = (rank * 7 + k * 3) % 11 - 5
+    else:
+        x = (rank * 13 + k * 7) % 101 - 50
+    return x.to(dtype)
+
+
+def reference(size, n, op, dtype, salt=0):
+    xs = [data(r, n, op, torch.int64, salt) for r in range(size)]
+    out = xs[0]
+    for x in xs[1:]:
+        out = {
+            dist.ReduceOp.SUM: torch.add,
+            dist.ReduceOp.PRODUCT: torch.mul,
+            dist.ReduceOp.MIN: torch.minimum,
+            dist.ReduceOp.MAX: torch.maximum,
+        }[op](out, x)
+    return out.to(dtype)
+
+
+def test_group(groups):
+    world, _ = groups
+    assert dist.get_backend() == "ringmend"
+    assert dist.get_rank() == world.rank and dist.get_world_size() == world.size
+    assert rmt.live_size() == world.size and rmt.live_rank() == world.rank
+
+
+@pytest.mark.parametrize("dtype", TYPES, ids=str)
+@pytest.mark.parametrize("op", OPS, ids=str)
+def test_allreduce_against_gloo(groups, dtype, op):
+    _, gloo = groups
+    n = 20011
+    mine = data(dist.get_rank(), n, op, dtype)
+    ours = mine.clone()
+    dist.all_reduce(ours, op=op)
+    if dtype in GLOO_TYPES:
+        theirs = mine.clone()
+        dist.all_reduce(theirs, op=op, group=gloo)
+        assert torch.equal(ours, theirs)
+    assert torch.equal(ours, reference(dist.get_world_size(), n, op, dtype))
+
+
+def test_average(groups):
+    x = torch.full((1000,), float(dist.get_rank()), dtype=torch.float64)
+    dist.all_reduce(x, op=dist.ReduceOp.AVG)
+    size = dist.get_world_size()
+    assert torch.equal(x, torch.full((1000,), (size - 1) / 2, dtype=torch.float64))
+
+
+def test_async_work(groups):
+    xs = [data(dist.get_rank(), 5003 + i, dist.ReduceOp.SUM, torch.float32) for i in range(4)]
+    works = [dist.all_reduce(x, async_op=True) for x in xs]
+    fut = works[-1].get_future()
+    for w in works:
+        assert w.wait()
+        assert w.is_completed()
+    assert torch.equal(fut.wait()[0], xs[-1])
+    for i, x in enumerate(xs):
+        assert torch.equal(x, reference(dist.get_world_size(), 5003 + i, dist.ReduceOp.SUM, torch.float32))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
+def test_broadcast_against_gloo(groups, dtype):
+    _, gloo = groups
+    root = dist.get_world_size() - 1
+    x = data(dist.get_rank(), 7777, dist.ReduceOp.MAX, dtype)
+    y = x.clone()
+    dist.broadcast(x, src=root)
+    if dtype in GLOO_TYPES:
+        dist.broadcast(y, src=root, group=gloo)
+        assert torch.equal(x, y)
+    assert torch.equal(x, data(root, 7777, dist.ReduceOp.MAX, dtype))
+
+
+def test_barrier(groups):
+    dist.barrier()
+    dist.barrier(async_op=True).wait()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32, torch.float64], ids=str)
+@pytest.mark.parametrize("n", [1, 3, 1001])
+def test_allgather_against_gloo(groups, dtype, n):
+    _, gloo = groups
+    size = dist.get_world_size()
+    # NaN, -0.0 and infinities arrive bit for bit as well.
+    mine = torch.arange(n, dtype=torch.float64).mul(dist.get_rank() + 1).to(dtype)
+    if dtype.is_floating_point and n > 2:
+        mine[0], mine[1], mine[2] = float("nan"), -0.0, float("inf")
+    ours = [torch.empty_like(mine) for _ in range(size)]
+    theirs = [torch.empty_like(mine) for _ in range(size)]
+    dist.all_gather(ours, mine)
+    dist.all_gather(theirs, mine, group=gloo)
+    for r, (a, b) in enumerate(zip(ours, theirs)):
+        assert a.numpy().tobytes() == b.numpy().tobytes(), f"slot {r} differs from gloo's"
+
+
+def test_reduce_scatter(groups):
+    size, rank = dist.get_world_size(), dist.get_rank()
+    n = 1001
+    inputs = [data(rank, n, dist.ReduceOp.SUM, torch.float32, salt=s * n) for s in range(size)]
+    out = torch.empty(n)
+    dist.reduce_scatter(out, inputs)
+    assert torch.equal(out, reference(size, n, dist.ReduceOp.SUM, torch.float32, salt=rank * n))
+
+
+def test_unsupported_operation_names_itself(groups):
+    size = dist.get_world_size()
+    with pytest.raises(RuntimeError, match="alltoall"):
+        dist.all_to_all([torch.zeros(1) for _ in range(size)], [torch.zeros(1) for _ in range(size)])
+    with pytest.raises(RuntimeError, match="Byte|not supported"):
+        dist.all_reduce(torch.zeros(4, dtype=torch.uint8))
+
+
+def test_shape_mismatch_is_a_clear_error_on_every_rank(groups):
+    n = 100 + (1 if dist.get_rank() == 0 else 0)
+    with pytest.raises(RuntimeError, match="Mismatch|count"):
+        dist.all_reduce(torch.ones(n))
+    # and the group goes on
+    x = torch.ones(10)
+    dist.all_reduce(x)
+    assert torch.equal(x, torch.full((10,), float(dist.get_world_size())))
+
+
+def test_elastic_mean_hook_matches_ddp_mean(groups):
+    """Without failures, DDP with the hook gives the same gradients as DDP's own mean."""
+    torch.manual_seed(0)
+    base = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    a = torch.nn.parallel.DistributedDataParallel(_copy(base))
+    b = torch.nn.parallel.DistributedDataParallel(_copy(base))
+    b.register_comm_hook(None, rmt.elastic_mean_hook)
+    torch.manual_seed(1 + dist.get_rank())
+    x, y = torch.randn(32, 8), torch.randn(32, 1)
+    for m in (a, b):
+        torch.nn.functional.mse_loss(m(x), y).backward()
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert torch.allclose(p.grad, q.grad, rtol=1e-6, atol=1e-7)
+
+
+def _copy(module):
+    import copy
+
+    return copy.deepcopy(module)
