@@ -68,13 +68,11 @@ function(ringmend_find_python)
   message(STATUS "Python package: built for ${Python3_EXECUTABLE} (Python ${Python3_VERSION}, "
     "pybind11 ${pybind11_VERSION}, torch ${torch_version})")
   set(RINGMEND_PYTHON_FOUND ON PARENT_SCOPE)
+  set(RINGMEND_PYTHON_INSTALL_DIR
+    ${CMAKE_INSTALL_LIBDIR}/python${Python3_VERSION_MAJOR}.${Python3_VERSION_MINOR}/site-packages PARENT_SCOPE)
 endfunction()
 
 # Where the package is assembled in the build tree, and installed.
 set(RINGMEND_PYTHON_BUILD_DIR ${PROJECT_BINARY_DIR}/python)
 
 ringmend_find_python()
-if(RINGMEND_PYTHON_FOUND)
-  set(RINGMEND_PYTHON_INSTALL_DIR
-    ${CMAKE_INSTALL_LIBDIR}/python${Python3_VERSION_MAJOR}.${Python3_VERSION_MINOR}/site-packages)
-endif()

@@ -2,7 +2,9 @@
 # Installs the build tree into a temporary prefix, then builds a program
 # outside the tree twice — with find_package(ringmend CONFIG) and with
 # pkg-config — and runs both under the installed ringmend-run (with
-# --mpirun-args, as scripts/ft-mpirun does).
+# --mpirun-args, as scripts/ft-mpirun does). When the Python package was
+# built, imports it from the prefix (as the modulefiles' PYTHONPATH does) and
+# runs an allreduce from Python, and the torch backend's registration.
 #   check_install.sh BUILD_DIR
 set -euo pipefail
 build=$1
@@ -26,4 +28,26 @@ for exe in "$work/app/build/consumer" "$work/app/consumer_pc"; do
   echo "$out"
   [ "$(grep -c 'TEST PASSED' <<<"$out")" -eq 2 ] || status=1
 done
+site=$(find "$work/prefix" -type d -path "*/site-packages/ringmend" -print -quit)
+if [ -n "$site" ]; then
+  python=$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt")
+  cat >"$work/app/use.py" <<'PY'
+import numpy as np
+import ringmend
+with ringmend.Runtime() as rt:
+    x = np.ones(1000, dtype=np.float32)
+    rt.world.allreduce(x)
+    ok = np.all(x == rt.world.size)
+    print("TEST", "PASSED" if ok else "FAILED", "python, from", ringmend.__file__)
+PY
+  out=$(PYTHONPATH=$(dirname "$site") timeout -k 5 60 "$work/prefix/bin/ringmend-run" -q \
+    --mpirun-args --oversubscribe -np 2 -x PYTHONPATH "$python" "$work/app/use.py" 2>&1) || status=1
+  echo "$out"
+  [ "$(grep -o 'TEST PASSED' <<<"$out" | wc -l)" -eq 2 ] && grep -q "$work/prefix" <<<"$out" || status=1
+  if [ -d "$site/torch" ]; then
+    PYTHONPATH=$(dirname "$site") "$python" -c \
+      "import torch.distributed as d, ringmend.torch; assert hasattr(d.Backend, 'RINGMEND'); print('torch backend registered')" ||
+      status=1
+  fi
+fi
 exit $status
