@@ -67,6 +67,15 @@ def ddp_step_time(group, steps):
     return times
 
 
+def _cpu():
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+        return f"{len(names)} x {names[0]}" if names else platform.machine()
+    except OSError:
+        return platform.machine()
+
+
 def spread(values):
     return min(values), statistics.median(values), max(values)
 
@@ -77,14 +86,18 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--ddp-steps", type=int, default=20)
     ap.add_argument("--json", help="write the rows and the machine here")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch's compute threads per rank (default 1: ranks share the cores)")
     args = ap.parse_args()
+    torch.set_num_threads(args.threads)
 
     world = rmt.init_process_group()
     gloo = dist.new_group(backend="gloo")
     n = dist.get_world_size()
     rank0 = dist.get_rank() == 0
     if rank0:
-        print(f"# torch {torch.__version__}, {n} ranks, {platform.node()} ({platform.processor() or platform.machine()})")
+        print(f"# torch {torch.__version__}, {n} ranks, {platform.node()} ({_cpu()}), "
+              f"{torch.get_num_threads()} torch thread(s) per rank")
         print("# busbw GB/s: min / median / max over runs; ratio = ringmend median / gloo median")
         print(f"# {'bytes':>10} {'ringmend':>24} {'gloo':>24} {'ratio':>6}")
     rows = []

@@ -1,8 +1,13 @@
-// How every wait of ringmend idles: the one spin / yield / poll policy.
+// How every wait of ringmend idles: the one spin / yield / sleep / poll policy.
 //
 // A wait first spins (the common case is a peer a few hundred nanoseconds
 // behind), then yields its core between rounds (ranks may outnumber cores,
-// and a rank spinning for long would starve the very peer it waits for).
+// and a rank spinning for long would starve the very peer it waits for),
+// and once it has waited long (a peer still computing, on another node or
+// in the application's own thread beside a non-blocking call) it sleeps
+// between rounds: a thread that only yields still takes its share of a core
+// from the threads that compute. A sleeping wait answers up to kSleep late,
+// small beside the wait already spent.
 // All along, every so many idle rounds it is time to poll for failures (a
 // dead peer, a revoked membership, a deadline), which costs far more than
 // one round, so it is not done every round. With more ranks on the machine
@@ -10,6 +15,7 @@
 #pragma once
 
 #include <sched.h>
+#include <time.h>
 
 namespace ringmend::transport {
 
@@ -29,6 +35,10 @@ class Backoff {
   static constexpr unsigned kSpinRoundsOversubscribed = 16;
   static constexpr unsigned kPollEverySpins = 256;
   static constexpr unsigned kPollEveryYields = 16;
+  // Yielding rounds before the wait sleeps (~1 ms alone on a core), and the
+  // sleep of each round after.
+  static constexpr unsigned kYieldRounds = 1024;
+  static constexpr long kSleepNanoseconds = 50'000;
 
   explicit Backoff(bool oversubscribed = false)
       : spin_rounds_(oversubscribed ? kSpinRoundsOversubscribed : kSpinRounds) {}
@@ -41,8 +51,13 @@ class Backoff {
       cpu_relax();
       return rounds_ % kPollEverySpins == 0;
     }
-    sched_yield();
-    return rounds_ % kPollEveryYields == 0;
+    if (rounds_ < spin_rounds_ + kYieldRounds) {
+      sched_yield();
+      return rounds_ % kPollEveryYields == 0;
+    }
+    const timespec sleep{0, kSleepNanoseconds};
+    nanosleep(&sleep, nullptr);
+    return true;
   }
   // Something moved: the next idle round spins again.
   void reset() { rounds_ = 0; }

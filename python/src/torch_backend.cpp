@@ -148,6 +148,10 @@ class ProcessGroupRingmend final : public c10d::ProcessGroup {
   ProcessGroupRingmend(Communicator& comm, py::object owner, int rank, int size)
       : ProcessGroup(rank, size), comm_(comm), owner_(std::move(owner)) {}
   ~ProcessGroupRingmend() override {
+    if (!Py_IsInitialized()) {  // torch may drop its groups after the interpreter
+      owner_.release();
+      return;
+    }
     py::gil_scoped_acquire gil;
     owner_ = py::object();
   }

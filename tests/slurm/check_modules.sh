@@ -117,10 +117,10 @@ echo "----"
 [ "$rc" -eq 0 ] && pass "build and runs (exit 0)" || fail "build and runs: exit status $rc"
 has "built against the module" "built with find_package(ringmend)" "built with pkg-config"
 srun_part=$(sed -n '/^=== srun (/,/^=== srun exit/p' <<<"$out")
-[ "$(grep -c "TEST PASSED.*installed ringmend $version" <<<"$srun_part")" -eq $((2 * nodes)) ] &&
+[ "$(grep -o "TEST PASSED[^T]*installed ringmend $version" <<<"$srun_part" | wc -l)" -eq $((2 * nodes)) ] &&
   grep -q "^=== srun exit 0" <<<"$srun_part" && pass "srun: $((2 * nodes)) ranks passed" || fail "srun run"
 run_part=$(sed -n '/^=== ringmend-run (/,/^=== ringmend-run exit/p' <<<"$out")
-[ "$(grep -c "TEST PASSED.*installed ringmend $version" <<<"$run_part")" -eq 4 ] &&
+[ "$(grep -o "TEST PASSED[^T]*installed ringmend $version" <<<"$run_part" | wc -l)" -eq 4 ] &&
   grep -q "^=== ringmend-run exit 0" <<<"$run_part" && pass "ringmend-run: 4 ranks passed" || fail "ringmend-run run"
 has "the installed ringmend-run used the installed FT arguments and 2 nodes" \
   "FT arguments from $prefix/share/ringmend/ft_mpirun_args.txt" "4 ranks on n1:2,n2:2; fault tolerance on"
