@@ -202,9 +202,14 @@ class PyCommunicator {
     return call([&] { return comm_.release_last(count); });
   }
 
+  // Registering and removing callbacks and state queue behind the calls in
+  // flight (docs/nonblocking.md), whose callbacks may need the GIL: it is
+  // released while they wait.
   int on_membership_change(py::function fn) {
     auto held = std::make_shared<HeldObject>(std::move(fn));
-    return get().on_membership_change([pending = callback_error_, held](const MembershipChange& change) {
+    Communicator& c = get();
+    py::gil_scoped_release nogil;
+    return c.on_membership_change([pending = callback_error_, held](const MembershipChange& change) {
       py::gil_scoped_acquire gil;
       try {
         held->object(change);
@@ -213,17 +218,32 @@ class PyCommunicator {
       }
     });
   }
+  void remove_membership_callback(int id) {
+    Communicator& c = get();
+    py::gil_scoped_release nogil;
+    c.remove_membership_callback(id);
+  }
 
   void register_state(const std::string& name, const py::object& array) {
     const BufferView b = describe(array, true);
     if (!b.problem.empty())
       throw Error(Errc::InvalidArgument, "register_state('" + name + "'): " + b.problem);
-    get().register_state(name, b.address, b.bytes);
+    {
+      Communicator& c = get();
+      py::gil_scoped_release nogil;
+      c.register_state(name, b.address, b.bytes);
+    }
     states_[name] = array;  // the memory must outlive the registration
   }
   bool unregister_state(const std::string& name) {
-    states_.erase(name);
-    return get().unregister_state(name);
+    bool removed = false;
+    {
+      Communicator& c = get();
+      py::gil_scoped_release nogil;
+      removed = c.unregister_state(name);
+    }
+    states_.erase(name);  // after: a state transfer in flight may still read it
+    return removed;
   }
 
  private:
@@ -488,9 +508,7 @@ PYBIND11_MODULE(_core, m) {
       .def("release", &PyCommunicator::release, py::arg("ranks"))
       .def("release_last", &PyCommunicator::release_last, py::arg("count"))
       .def("on_membership_change", &PyCommunicator::on_membership_change, py::arg("callback"))
-      .def(
-          "remove_membership_callback",
-          [](PyCommunicator& c, int id) { c.get().remove_membership_callback(id); }, py::arg("id"))
+      .def("remove_membership_callback", &PyCommunicator::remove_membership_callback, py::arg("id"))
       .def("register_state", &PyCommunicator::register_state, py::arg("name"), py::arg("array"))
       // The C++ communicator, for ringmend.torch's process group (which keeps
       // this object alive while it uses it).
