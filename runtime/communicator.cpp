@@ -760,6 +760,21 @@ Request Communicator::ibroadcast(void* buffer, std::size_t bytes, int root) {
   });
 }
 
+Request Communicator::ibroadcast_from_member(void* buffer, std::size_t bytes, int root_member) {
+  return queued(*impl_, [impl = impl_.get(), buffer, bytes, root_member] {
+    // The view is the same on every member between calls: all find the
+    // root at the same rank, or all fail alike.
+    const std::vector<int>& members = impl->view().members;
+    const auto it = std::find(members.begin(), members.end(), root_member);
+    if (it == members.end())
+      throw Error(Errc::RootLost, "broadcast: its root, member " + std::to_string(root_member) +
+                                      ", is not a member (lost before the call ran, or never was)");
+    const int root = static_cast<int>(it - members.begin());
+    return impl->run(
+        {coll::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32, ReduceOp::Sum, root});
+  });
+}
+
 Request Communicator::ibarrier() {
   // The two words live in the queued call itself.
   return queued(*impl_, [impl = impl_.get(), words = std::array<std::int64_t, 2>{1, 0}]() mutable {

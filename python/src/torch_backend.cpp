@@ -203,9 +203,11 @@ class ProcessGroupRingmend final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override {
     const at::Tensor t = single(tensors, "broadcast");
+    // torch's ranks are the member ids of the job's start (the group keeps
+    // its numbering): the root is found among the members when the call runs.
     const int root = static_cast<int>(opts.rootRank);
     return queue(c10d::OpType::BROADCAST, {t},
-                 [&] { return comm_.ibroadcast(t.data_ptr(), t.nbytes(), root); }, {});
+                 [&] { return comm_.ibroadcast_from_member(t.data_ptr(), t.nbytes(), root); }, {});
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions&) override {

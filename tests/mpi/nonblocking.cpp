@@ -122,6 +122,26 @@ int main(int argc, char** argv) {
     expect(wrong == 0, "ibroadcast: wrong data", me);
   }
 
+  // A broadcast whose root is named by member id: the last member (after a
+  // kill, no longer the last rank of the job's start); a member id that is
+  // not a member is RootLost on every rank.
+  {
+    const std::vector<int> members = comm.member_ids();
+    const int root = members.back();
+    std::vector<std::int64_t> data(999, me == root ? root * 1000 + 7 : -1);
+    comm.ibroadcast_from_member(data.data(), data.size() * sizeof(std::int64_t), root).wait();
+    std::size_t wrong = 0;
+    for (auto v : data) wrong += v != root * 1000 + 7;
+    expect(wrong == 0, "ibroadcast_from_member: wrong data", me);
+    try {
+      comm.ibroadcast_from_member(data.data(), 8, 1000000).wait();
+      expect(false, "a broadcast from a non-member did not fail", me);
+    } catch (const Error& e) {
+      expect(e.code() == Errc::RootLost, std::string("non-member root reported as ") + to_string(e.code()),
+             me);
+    }
+  }
+
   // A mismatch in a non-blocking call: wait() throws Mismatch on every rank,
   // and the next call works.
   {

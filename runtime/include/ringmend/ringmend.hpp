@@ -134,7 +134,12 @@ class Communicator {
   // the membership of the moment, which a call in flight may change.
   Request iallreduce(const void* input, void* output, std::size_t count, DataType type, ReduceOp op);
   Request iallreduce(void* inout, std::size_t count, DataType type, ReduceOp op);
+  // `root`: a rank of the membership when the call runs (a change made by a
+  // call queued before renumbers the ranks); ibroadcast_from_member names
+  // the root by member id, which no change renumbers (Error(RootLost) on
+  // every member if it is gone by then).
   Request ibroadcast(void* buffer, std::size_t bytes, int root);
+  Request ibroadcast_from_member(void* buffer, std::size_t bytes, int root_member);
   Request ibarrier();
 
   // Called on every member after each membership change, before the
