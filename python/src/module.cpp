@@ -142,10 +142,7 @@ class PyCommunicator {
   Communicator& get();
 
   CollectiveResult allreduce(const py::object& input, const py::object& output, ReduceOp op) {
-    const bool in_place = output.is_none() || output.is(input);
-    const BufferView in = describe(input, in_place);
-    const BufferView out = in_place ? in : describe(output, true);
-    const std::string problem = problem_of("allreduce", in, out, in_place);
+    const auto [in, out, in_place, problem] = operands("allreduce", input, output);
     if (!problem.empty()) return fail_collectively(problem, in.count, in.type, op);
     return call([&] {
       return in_place ? comm_.allreduce(in.address, in.count, in.type, op)
@@ -173,10 +170,7 @@ class PyCommunicator {
   // this rank's wait() raises TypeError.
   std::unique_ptr<PyRequest> iallreduce(const py::object& input, const py::object& output, ReduceOp op) {
     PyRequest::release_completed_orphans();
-    const bool in_place = output.is_none() || output.is(input);
-    const BufferView in = describe(input, in_place);
-    const BufferView out = in_place ? in : describe(output, true);
-    const std::string problem = problem_of("iallreduce", in, out, in_place);
+    const auto [in, out, in_place, problem] = operands("iallreduce", input, output);
     Communicator& c = get();
     Request r = !problem.empty() ? c.iallreduce(nullptr, nullptr, in.count ? in.count : 1, in.type, op)
                 : in_place       ? c.iallreduce(in.address, in.count, in.type, op)
@@ -247,6 +241,19 @@ class PyCommunicator {
   }
 
  private:
+  // An allreduce's arrays (in place when `output` is None or `input`
+  // itself), and why ringmend cannot use them ("" when it can).
+  struct Operands {
+    BufferView in, out;
+    bool in_place;
+    std::string problem;
+  };
+  static Operands operands(const char* what, const py::object& input, const py::object& output) {
+    const bool in_place = output.is_none() || output.is(input);
+    const BufferView in = describe(input, in_place);
+    const BufferView out = in_place ? in : describe(output, true);
+    return {in, out, in_place, problem_of(what, in, out, in_place)};
+  }
   static std::string problem_of(const char* what, const BufferView& in, const BufferView& out,
                                 bool in_place) {
     std::string problem = !in.problem.empty() ? "input: " + in.problem : "";

@@ -111,8 +111,8 @@ def elastic_mean_hook(state, bucket):
     """A DDP communication hook: the gradient bucket's mean over the members
     whose gradients the sum holds (torch's default hook divides by the
     group's size, which a lost rank makes wrong)."""
-    group = state if state is not None else None
-    work = dist.all_reduce(bucket.buffer(), op=dist.ReduceOp.AVG, group=group, async_op=True)
+    # DDP passes the process group it was given as the state (None: the default group).
+    work = dist.all_reduce(bucket.buffer(), op=dist.ReduceOp.AVG, group=state, async_op=True)
     return work.get_future().then(lambda fut: fut.value()[0])
 
 
