@@ -1,37 +1,66 @@
 #!/usr/bin/env bash
-# Replacement against shrink-only recovery and a restart, on one node:
-# death -> first completed collective with a spare admitted in the dead
-# rank's place, for registered state of 0, 1 MiB and 64 MiB; the same with
-# no spare (the job shrinks); and the wall time of a restarted job of N
-# ranks (start, one allreduce, shutdown). Each figure: min/median/max over
-# REPEATS jobs of one round. The bound checked: replacement <= shrink-only
-# + state / point-to-point bandwidth (ringmend_p2p_bw, shared memory, same
-# run) + 10 ms.
+# Replacement against shrink-only recovery and a restart: death -> first
+# completed collective with a spare admitted in the dead rank's place, for
+# registered state of 0, 1 MiB and 64 MiB; the same with no spare (the job
+# shrinks); and the wall time of a restarted job of N ranks (start, one
+# allreduce, shutdown). Each figure: min/median/max over REPEATS jobs of one
+# round. The bound checked: replacement <= shrink-only + state /
+# point-to-point bandwidth (ringmend_p2p_bw over the link the state crosses,
+# same run) + 10 ms.
 #
-#   bench/replacement.sh BENCH_DIR [RANKS] [REPEATS]
+#   bench/replacement.sh BENCH_DIR [RANKS] [REPEATS] [--cluster]
+#
+# One node by default (the state crosses shared memory). --cluster runs on
+# the two nodes of the local Slurm cluster (scripts/cluster.sh start): the
+# first half of the ranks on n1, the rest and the spare on n2; the victim
+# (the middle rank) is n2's first rank, its leader, and the state goes from
+# rank 0 on n1 to the spare on n2 over UCX. The restart there is timed
+# around tests/cluster/run_on_cluster.sh (allocation included).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cluster=0
+args=()
+for a in "$@"; do [ "$a" = --cluster ] && cluster=1 || args+=("$a"); done
+set -- "${args[@]}"
 bin=$1 n=${2:-4} repeats=${3:-3}
 ft="$here/../scripts/ft-mpirun"
+roc="$here/../tests/cluster/run_on_cluster.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['rows'][0][sys.argv[2]])" "$1" "$2"; }
-echo "# replacement benchmark: $n ranks on $(hostname) ($(nproc) cores: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)), $repeats jobs per figure"
-"$ft" --oversubscribe -np 2 "$bin/ringmend_p2p_bw" -m 1M:64M --transport shm -i 20 >"$work/p2p" 2>&1
+# launch NP PROGRAM ARGS...: NP processes, on one node or across the two
+# (the last process, the spare when there is one, on n2).
+launch() {
+  local np=$1
+  shift
+  if [ "$cluster" = 1 ]; then
+    local first=$((n / 2))
+    timeout -k 5 120 "$roc" -t 110 "$first,$((np - first))" "$@"
+  else
+    timeout -k 5 120 "$ft" --oversubscribe -np "$np" "$@"
+  fi
+}
+where="on $(hostname)"
+[ "$cluster" = 1 ] && where="on the two nodes of the local Slurm cluster ($((n / 2)) + $((n - n / 2)) ranks, the spare on n2)"
+echo "# replacement benchmark: $n ranks $where ($(nproc) cores: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)), $repeats jobs per figure"
+if [ "$cluster" = 1 ]; then
+  timeout -k 5 200 "$roc" -t 190 1,1 "$bin/ringmend_p2p_bw" -m 1M:64M --transport ucx -i 20 >"$work/p2p" 2>&1
+else
+  "$ft" --oversubscribe -np 2 "$bin/ringmend_p2p_bw" -m 1M:64M --transport shm -i 20 >"$work/p2p" 2>&1
+fi
 for state in 0 1M 64M; do
   for r in $(seq "$repeats"); do
-    timeout -k 5 120 "$ft" --oversubscribe -np $((n + 1)) "$bin/ringmend_recovery" -r 1 --spares 1 --state "$state" \
+    launch $((n + 1)) "$bin/ringmend_recovery" -r 1 --spares 1 --state "$state" \
       --json "$work/rep.$state.$r.json" >"$work/rep.$state.$r.out" 2>&1 || { cat "$work/rep.$state.$r.out"; exit 1; }
   done
 done
 for r in $(seq "$repeats"); do
-  timeout -k 5 120 "$ft" --oversubscribe -np "$n" "$bin/ringmend_recovery" -r 1 --json "$work/shrink.$r.json" \
+  launch "$n" "$bin/ringmend_recovery" -r 1 --json "$work/shrink.$r.json" \
     >"$work/shrink.$r.out" 2>&1 || { cat "$work/shrink.$r.out"; exit 1; }
   start=$(date +%s.%N)
-  timeout -k 5 120 "$ft" --oversubscribe -np "$n" "$bin/ringmend_recovery" --init-only >"$work/init.$r.out" 2>&1
+  launch "$n" "$bin/ringmend_recovery" --init-only >"$work/init.$r.out" 2>&1
   echo "$(date +%s.%N) - $start" | bc >"$work/restart.$r"
 done
-python3 - "$work" "$repeats" <<'PY'
+python3 - "$work" "$repeats" "$cluster" <<'PY'
 import json, statistics, sys, glob
 work, reps = sys.argv[1], int(sys.argv[2])
 def rows(pattern): return [json.load(open(f))["rows"][0] for f in sorted(glob.glob(f"{work}/{pattern}"))]
@@ -55,7 +84,7 @@ for state, size in (("0", 0), ("1M", 1 << 20), ("64M", 64 << 20)):
     within = statistics.median(first) <= bound
     ok = ok and within
     print(f"{state:>7}   | {mmm(first)} | {mmm(admit)} | {mmm(sent)} | {bw:10.2f} | {bound:10.2f} | {'yes' if within else 'NO'}")
-print("# bound: median shrink-only + state / p2p bandwidth (ringmend_p2p_bw, shm: " +
+print("# bound: median shrink-only + state / p2p bandwidth (ringmend_p2p_bw, " + ("ucx between the nodes" if len(sys.argv) > 3 and sys.argv[3] == "1" else "shm") + ": " +
       ", ".join(f"{k >> 20} MiB {v / 1e9:.1f} GB/s" for k, v in sorted(p2p.items()) if k in (1 << 20, 64 << 20)) + ") + 10 ms")
 sys.exit(0 if ok else 1)
 PY

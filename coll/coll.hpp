@@ -8,6 +8,8 @@
 //     shm_allreduce.hpp (one-shot and pipelined, shared memory inside a node
 //     and rails across), chain_broadcast.hpp; ring_stream.hpp is the
 //     non-blocking ring the pipelined path runs between nodes;
+//   * direct_transfer.hpp: one buffer from one rank straight to a few
+//     others (the state a joiner receives);
 //   * selector.hpp: every algorithm in order of preference, the choice per
 //     call, and the peers an epoch must connect;
 //   * wire_header.hpp: the header every call opens with (one builder, one
@@ -19,6 +21,7 @@
 
 #include "coll/algorithm.hpp"
 #include "coll/chain_broadcast.hpp"
+#include "coll/direct_transfer.hpp"
 #include "coll/recursive_doubling.hpp"
 #include "coll/reduce_kernels.hpp"
 #include "coll/ring_allreduce.hpp"

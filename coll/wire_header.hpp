@@ -50,6 +50,8 @@ WireHeader header_of(const BroadcastArgs& args, AlgorithmId algorithm);
 // wrong size and reports the mismatch instead of waiting.
 inline constexpr std::uint32_t kTagHeader = 1;
 inline constexpr std::uint32_t kTagData = 2;
+// Direct transfers (direct_transfer.hpp), apart from every collective's.
+inline constexpr std::uint32_t kTagDirect = 3;
 // RingStream: one tag per piece in flight, from here up.
 inline constexpr std::uint32_t kTagStream = 0x100;
 

@@ -32,6 +32,22 @@ struct Epoch {
 
   MemberId my_id() const { return members.at(static_cast<std::size_t>(rank)); }
   bool contains(MemberId id) const { return std::find(members.begin(), members.end(), id) != members.end(); }
+  // The ranks admitted in this epoch (MemberInfo::joining).
+  std::vector<int> joiner_ranks() const {
+    std::vector<int> out;
+    for (int r = 0; r < static_cast<int>(infos.size()); ++r)
+      if (infos[static_cast<std::size_t>(r)].joining) out.push_back(r);
+    return out;
+  }
+  // The member that hands the registered state to the joiners, straight
+  // (coll/direct_transfer.hpp): the first rank that is not joining; -1 when
+  // nobody joins.
+  int state_source() const {
+    if (joiner_ranks().empty()) return -1;
+    for (int r = 0; r < static_cast<int>(infos.size()); ++r)
+      if (!infos[static_cast<std::size_t>(r)].joining) return r;
+    return -1;
+  }
   coll::Channels channels() const {
     if (!fabric) return {};
     return {fabric->node(), fabric->inter(), fabric->flat()};

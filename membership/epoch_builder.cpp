@@ -290,6 +290,14 @@ bool EpochBuilder::connect(Epoch& e, const Epoch* shrunk_from, std::string& shm_
   spec.size = e.size;
   spec.epoch = static_cast<std::uint32_t>(e.number + 1);
   spec.peers = coll::peers_needed(e.layout, e.rank);
+  // The state goes from one survivor to each joiner directly.
+  if (const int source = e.state_source(); source >= 0) {
+    const std::vector<int> joiners = e.joiner_ranks();
+    if (e.rank == source) spec.peers.insert(spec.peers.end(), joiners.begin(), joiners.end());
+    if (std::find(joiners.begin(), joiners.end(), e.rank) != joiners.end()) spec.peers.push_back(source);
+    std::sort(spec.peers.begin(), spec.peers.end());
+    spec.peers.erase(std::unique(spec.peers.begin(), spec.peers.end()), spec.peers.end());
+  }
   spec.node_shm = e.layout.node_shm;
   if (spec.node_shm) {
     spec.local_ranks = e.layout.local_ranks;

@@ -6,7 +6,7 @@
 // release, resize.cpp): one round of the spare pool
 // (membership/spare_pool.hpp) decides who joins and where, who leaves,
 // the epoch builder makes the Grow epoch, one survivor sends the registered
-// state to the joiners over that epoch's channels, and an agreement makes
+// state straight to each joiner over that epoch's channels, and an agreement makes
 // it current on every member, or on none (then the members go round again
 // and the joiners wait as spares again). docs/elastic.md tells the story.
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "coll/direct_transfer.hpp"
 #include "ringmend/core/log.hpp"
 #include "runtime/communicator_impl.hpp"
 
@@ -23,10 +24,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// The call number the state transfer's wire headers carry: no collective
-// has it (calls count from 1), and a joiner does not know the call yet.
-constexpr std::uint64_t kStateTransferSeq = 0;
 
 std::vector<int> missing_from(const std::vector<int>& these, const std::vector<int>& those) {
   std::vector<int> out;
@@ -161,38 +158,48 @@ void Communicator::Impl::transfer_state(std::uint64_t joiner_next_seq) {
   state_seconds_ = 0;
   state_bytes_ = 0;
   // A release without joiners: nobody needs the state.
-  if (std::none_of(e.infos.begin(), e.infos.end(), [](const membership::MemberInfo& m) { return m.joining; }))
-    return;
+  const int source = e.state_source();
+  if (source < 0) return;
+  const std::vector<int> joiners = e.joiner_ranks();
+  const bool joining = std::find(joiners.begin(), joiners.end(), e.rank) != joiners.end();
+  // Only the source and the joiners take part: the other survivors go on
+  // to the agreement, which waits for them (install_grown).
+  if (e.rank != source && !joining) return;
   const auto start = Clock::now();
-  int root = -1;
-  for (int r = 0; r < e.size && root < 0; ++r)
-    if (!e.infos[static_cast<std::size_t>(r)].joining) root = r;
-  if (root < 0) throw Error(Errc::Internal, "state transfer: no survivor in the new epoch");
-  const bool joining = e.infos[static_cast<std::size_t>(e.rank)].joining;
+  transport::Channel& channel = *e.channels().flat;
+  const std::size_t chunk = tuning().chunk_bytes;
   // First the description (the joiners' next call, names and sizes), then
-  // each entry; the root sends from the application's buffers.
+  // each entry, straight from the application's buffers to every joiner.
+  const auto pass = [&](void* data, std::size_t bytes) {
+    if (e.rank == source)
+      coll::send_direct(channel, joiners, data, bytes, *this, chunk);
+    else
+      coll::receive_direct(channel, source, data, bytes, *this, chunk);
+  };
   std::vector<StateRegistry::Part> parts;
   std::vector<std::byte> description;
-  if (e.rank == root) {
+  if (e.rank == source) {
     parts = state.parts();
     description = StateRegistry::describe(parts, joiner_next_seq);
   }
   std::uint64_t length = description.size();
-  broadcast_bytes(&length, sizeof length, root, kStateTransferSeq);
+  pass(&length, sizeof length);
   description.resize(length);
-  broadcast_bytes(description.data(), length, root, kStateTransferSeq);
+  pass(description.data(), length);
   const StateRegistry::Description d = StateRegistry::parse(description);
   for (std::size_t i = 0; i < d.entries.size(); ++i) {
     const auto& [name, bytes] = d.entries[i];
-    if (e.rank == root) {
-      if (bytes > 0) broadcast_bytes(parts[i].data, bytes, root, kStateTransferSeq);
+    if (bytes == 0) {
+      if (joining) state.stage(name, {});
       continue;
     }
-    // A survivor relays what a joiner keeps (the chain broadcast passes
-    // through every member).
+    if (e.rank == source) {
+      pass(parts[i].data, bytes);
+      continue;
+    }
     std::vector<std::byte> received(bytes);
-    if (bytes > 0) broadcast_bytes(received.data(), bytes, root, kStateTransferSeq);
-    if (joining) state.stage(name, std::move(received));
+    pass(received.data(), bytes);
+    state.stage(name, std::move(received));
   }
   for (const auto& entry : d.entries) state_bytes_ += entry.second;
   state_seconds_ = seconds_since(start);

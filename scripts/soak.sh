@@ -14,6 +14,13 @@
 #   scripts/soak.sh [--rounds N] [--seed S] [--cluster] [--build DIR]
 #                   [--min-ranks A] [--max-ranks B] [--calls C] [--max-bytes M]
 #                   [--round-timeout SEC] [--start-window MS] [--keep DIR]
+#                   [--spares S] [--state-bytes B]
+#
+# --spares S starts S spares beside the ranks (ringmend-run --spares): the
+# victims are drawn among ranks and spares, a spare admitted in a lost
+# rank's place receives the call number and B bytes of registered state
+# (checked byte for byte) and must log, from its first call on, exactly
+# what the survivors logged.
 #
 # --start-window MS: every kill within MS ms of its victim's start (start-up
 # only: MPI_Init, wire-up, the first agreement and collectives).
@@ -27,6 +34,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 rounds=20 seed=$(date +%s) cluster=0 build="$repo/build/test" min_np=4 max_np=8
 calls=200 max_bytes=$((16 << 20)) round_timeout=120 keep=${TMPDIR:-/tmp}/ringmend-soak start_window=0
+spares=0 state_bytes=$((1 << 20))
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
@@ -40,7 +48,9 @@ while [ $# -gt 0 ]; do
     --round-timeout) round_timeout=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
     --start-window) start_window=$2; shift 2 ;;
-    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --spares) spares=$2; shift 2 ;;
+    --state-bytes) state_bytes=$2; shift 2 ;;
+    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "soak.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -56,7 +66,7 @@ if [ "$cluster" = 1 ]; then
 fi
 mkdir -p "$keep"
 RANDOM=$((seed % 32768))
-echo "soak: $rounds rounds, seed $seed, $min_np-$max_np ranks, $calls calls of up to $max_bytes bytes, $([ "$cluster" = 1 ] && echo "two Slurm nodes" || echo "one node")"
+echo "soak: $rounds rounds, seed $seed, $min_np-$max_np ranks$([ "$spares" -gt 0 ] && echo " + $spares spare(s) with $state_bytes bytes of state"), $calls calls of up to $max_bytes bytes, $([ "$cluster" = 1 ] && echo "two Slurm nodes" || echo "one node")"
 
 declare -A count
 note() { count[$1]=$((${count[$1]:-0} + 1)); }
@@ -77,26 +87,29 @@ draw_delay_ms() {
 }
 
 run_round() {
-  local round=$1 dir np kills victims=() delays=() job rc i v pid
+  local round=$1 dir np kills victims=() delays=() job rc i v pid procs
   dir=$(mktemp -d "$keep/round$round.XXXX")
   np=$((min_np + RANDOM % (max_np - min_np + 1)))
+  procs=$((np + spares))  # world ranks np.. are the spares
   kills=$((1 + RANDOM % 2))
   local job_seed=$((RANDOM * 32768 + RANDOM))
-  victims[0]=$((RANDOM % np))
+  victims[0]=$((RANDOM % procs))
   delays[0]=$(draw_delay_ms)
   if [ "$kills" = 2 ]; then
-    v=$((RANDOM % (np - 1)))
+    v=$((RANDOM % (procs - 1)))
     [ "$v" -ge "${victims[0]}" ] && v=$((v + 1))
     victims[1]=$v
     # Half the time close behind the first (a kill during the recovery).
     if [ $((RANDOM % 2)) = 0 ]; then delays[1]=$((delays[0] + RANDOM % 60)); else delays[1]=$(draw_delay_ms); fi
   fi
   local cmd=("$launcher" -q -n "$np" --oversubscribe)
+  [ "$spares" -gt 0 ] && cmd+=(--spares "$spares")
   if [ "$cluster" = 1 ]; then
-    cmd=(salloc -Q -N 2 -n "$np" --overcommit --immediate=30 "${cmd[@]}" -N 2)
+    cmd=(salloc -Q -N 2 -n "$procs" --overcommit --immediate=30 "${cmd[@]}" -N 2)
   fi
   cmd+=("$worker" --dir="$dir" --seed="$job_seed" --calls="$calls" --max-bytes="$max_bytes")
-  echo "round $round: $np ranks, kill ${victims[*]} at ${delays[*]} ms (job seed $job_seed)" >"$dir/plan"
+  [ "$spares" -gt 0 ] && cmd+=(--state-bytes="$state_bytes")
+  echo "round $round: $np ranks + $spares spare(s), kill ${victims[*]} at ${delays[*]} ms (job seed $job_seed)" >"$dir/plan"
   RINGMEND_TIMEOUT=60 RINGMEND_START_TIMEOUT=10 timeout -k 5 "$round_timeout" "${cmd[@]}" >"$dir/out" 2>&1 &
   job=$!
   # Each victim is killed its delay after its own pid file appears (one
@@ -121,12 +134,22 @@ run_round() {
   echo "launcher exit $rc, killed: ${killed[*]:-none}" >>"$dir/plan"
 
   # Judge the round.
-  local problems=() survivors=() lost_for_real=() f ref="" pids watchdog=0
+  local problems=() survivors=() lost_for_real=() f ref="" pids watchdog=0 joiners=0 spares_lost=0
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then problems+=("hang: the job ran past ${round_timeout} s"); fi
-  for ((v = 0; v < np; v++)); do
+  for ((v = 0; v < procs; v++)); do
     f=$dir/results.$v
+    # A spare that was not needed leaves inside the Runtime's start, without
+    # a results file; one that was admitted logs like a rank.
+    # (Or one the start-up watchdog ended, waiting in MPI_Init for a rank
+    # that died there: see below.)
+    if [ "$v" -ge "$np" ] && [ ! -f "$f" ] && [[ " ${killed[*]} " != *" $v "* ]]; then
+      if grep -q "member $v on [^ ]*: start-up did not complete in time" "$dir/out"; then
+        spares_lost=$((spares_lost + 1)) watchdog=$((watchdog + 1))
+      fi
+      continue
+    fi
     if [[ " ${killed[*]} " == *" $v "* ]] && ! grep -q '^finished' "$f" 2>/dev/null; then
-      lost_for_real+=("$v")
+      if [ "$v" -ge "$np" ] && [ ! -f "$f" ]; then spares_lost=$((spares_lost + 1)); else lost_for_real+=("$v"); fi
       continue
     fi
     # A process waiting in MPI_Init for one that died there may never be
@@ -145,7 +168,7 @@ run_round() {
   # say so with its own status.
   local started_any=0 did_not_start=0
   for v in "${survivors[@]}"; do grep -q '^started' "$dir/results.$v" 2>/dev/null && started_any=1; done
-  if [ "$started_any" = 0 ] && [ "${#lost_for_real[@]}" -gt 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ]; then
+  if [ "$started_any" = 0 ] && [ $((${#lost_for_real[@]} + spares_lost)) -gt 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ]; then
     did_not_start=1
     [ "$rc" = 4 ] && grep -q "the job did not start" "$dir/out" ||
       problems+=("no survivor started, but the launcher did not say so with exit 4 (exit $rc)")
@@ -158,8 +181,19 @@ run_round() {
     if grep -q '^finished' "$f" 2>/dev/null; then finished=$((finished + 1)); fi
     if [ ! -f "$f" ]; then problems+=("member $v: no results file (died without a word?)"); continue; fi
     if grep -qE 'WRONG|error|^failed' "$f"; then problems+=("member $v: $(grep -m1 -E 'WRONG|error|^failed' "$f")"); fi
-    if [ -z "$ref" ]; then
-      ref=$f
+  done
+  # Every survivor logged the same; a joiner, the same from its first call.
+  for v in "${survivors[@]}"; do grep -q '^started' "$dir/results.$v" 2>/dev/null && { ref=$dir/results.$v; break; }; done
+  for v in "${survivors[@]}"; do
+    f=$dir/results.$v
+    [ -f "$f" ] && [ -n "$ref" ] && [ "$f" != "$ref" ] || continue
+    if grep -q '^joined' "$f"; then
+      joiners=$((joiners + 1))
+      local mine theirs
+      mine=$(grep -v '^joined' "$f")
+      theirs=$(grep -v '^started' "$ref" | tail -n "$(printf '%s\n' "$mine" | wc -l)")
+      [ "$mine" = "$theirs" ] && [ -n "$mine" ] ||
+        problems+=("joiner $v logged other results than member $(basename "$ref" | cut -d. -f2) from its first call (diff $ref $f)")
     elif ! cmp -s "$ref" "$f"; then
       problems+=("members $(basename "$ref" | cut -d. -f2) and $v logged different results (diff $ref $f)")
     fi
@@ -194,12 +228,22 @@ run_round() {
     outcome="did not start: a rank died inside MPI_Init (launcher exit 4, every survivor stopped)"
   elif [ "$start_errors" -gt 0 ]; then
     outcome="too few to start (${#survivors[@]} left, same error on each)"
+  elif [ "${#lost_for_real[@]}" = 0 ] && [ "$spares_lost" -gt 0 ]; then
+    outcome="only spares lost, while waiting"
   elif [ "${#lost_for_real[@]}" = 0 ]; then
     outcome="no loss (the kill came after the end)"
   else
+    # Losses before the spares were set apart: a spare starts as a member.
+    local spares_at_start=0
+    for v in "${survivors[@]}"; do
+      [ "$v" -ge "$np" ] && grep -q '^started' "$dir/results.$v" 2>/dev/null && spares_at_start=$((spares_at_start + 1))
+    done
     local when=late
-    grep -q "started size=$np " "$dir/results.${survivors[0]}" || when="at start-up"
+    grep -q "started size=$np " "${ref:-/dev/null}" && [ "$spares_at_start" = 0 ] || when="at start-up"
     outcome="recovered from ${#lost_for_real[@]} loss(es) $when"
+    [ "$joiners" -gt 0 ] && outcome+=", $joiners replaced by spares"
+    [ "$spares_at_start" -gt 0 ] && outcome+=", $spares_at_start spare(s) started as members"
+    [ "$spares_lost" -gt 0 ] && outcome+=", $spares_lost spare(s) lost while waiting"
     [ "$watchdog" -gt 0 ] && outcome+=" (some ended by the start-up watchdog)"
   fi
   note "$outcome"

@@ -15,6 +15,12 @@
 // kill a rank during MPI_Init. Exit status: 0 all verified, 1 a wrong result
 // or an unexpected error, 4 the Runtime refused to start (the error is in
 // the results file).
+//
+// With spares (RINGMEND_SPARES, ringmend-run --spares) the call number and
+// a payload of --state-bytes drawn from the seed are registered state: a
+// spare admitted in a lost rank's place checks the payload it received,
+// draws the calls it missed, logs "joined ..." and goes on at the
+// survivors' call, so that its lines from there on equal theirs.
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,6 +60,35 @@ std::size_t draw_count(std::mt19937_64& rng, std::size_t max_count) {
   return std::clamp<std::size_t>(static_cast<std::size_t>(std::exp2(e(rng))), 1, max_count);
 }
 
+const DataType kTypes[] = {DataType::Float32, DataType::Float64, DataType::Int32,
+                           DataType::Int64,   DataType::Float16, DataType::BFloat16};
+const ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max};
+
+// One call's arguments, drawn from the job's sequence.
+struct CallDraw {
+  std::uint64_t kind;  // < 12 allreduce, < 17 broadcast, else barrier
+  DataType type;
+  ReduceOp op;
+  bool in_place;
+  std::size_t count;
+  std::uint64_t root_draw;
+};
+
+CallDraw draw_call(std::mt19937_64& rng, std::size_t max_bytes) {
+  CallDraw d{};
+  d.kind = rng() % 20;
+  d.type = kTypes[rng() % std::size(kTypes)];
+  d.op = kOps[rng() % std::size(kOps)];
+  d.in_place = rng() % 2;
+  d.count = draw_count(rng, std::max<std::size_t>(1, max_bytes / size_of(d.type)));
+  d.root_draw = rng();
+  return d;
+}
+
+unsigned char payload_byte(std::uint64_t seed, std::size_t i) {
+  return static_cast<unsigned char>((i * 131 + seed) >> 3);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,6 +96,7 @@ int main(int argc, char** argv) {
   const std::uint64_t seed = std::stoull(option(argc, argv, "seed", "1"));
   const int calls = std::stoi(option(argc, argv, "calls", "60"));
   const std::size_t max_bytes = std::stoull(option(argc, argv, "max-bytes", "16777216"));
+  const std::size_t state_bytes = std::stoull(option(argc, argv, "state-bytes", "0"));
   const char* world_rank = std::getenv("OMPI_COMM_WORLD_RANK");
   std::ofstream(dir + "/pid." + (world_rank ? world_rank : "x")) << ::getpid() << "\n";
 
@@ -80,21 +116,31 @@ int main(int argc, char** argv) {
   }
   Communicator& comm = rt->world();
   open_log(comm.member_id());
-  log << "started size=" << comm.size() << " epoch=" << comm.epoch() << " members=" << ids(comm.member_ids())
-      << "\n";
-
-  const DataType types[] = {DataType::Float32, DataType::Float64, DataType::Int32,
-                            DataType::Int64,   DataType::Float16, DataType::BFloat16};
-  const ReduceOp ops[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max};
+  int call = 1;
+  // Members hold the payload; a joiner's copy is zeros until its
+  // registration restores what it received.
+  std::vector<unsigned char> payload(state_bytes, 0);
+  if (!comm.joined())
+    for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = payload_byte(seed, i);
+  comm.register_state("soak.call", &call, sizeof call);
+  if (state_bytes > 0) comm.register_state("soak.payload", payload.data(), payload.size());
   std::mt19937_64 rng(seed);
   int failures = 0;
-  for (int call = 1; call <= calls && failures == 0; ++call) {
-    const std::uint64_t kind = rng() % 20;  // 12 allreduce : 5 broadcast : 3 barrier
-    const DataType type = types[rng() % std::size(types)];
-    const ReduceOp op = ops[rng() % 4];
-    const bool in_place = rng() % 2;
-    const std::size_t count = draw_count(rng, std::max<std::size_t>(1, max_bytes / size_of(type)));
-    const std::uint64_t root_draw = rng();
+  if (comm.joined()) {
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < payload.size(); ++i) wrong += payload[i] != payload_byte(seed, i);
+    log << "joined call=" << call << " size=" << comm.size() << " epoch=" << comm.epoch()
+        << " members=" << ids(comm.member_ids()) << " state=" << payload.size()
+        << (wrong ? " WRONG state bytes=" + std::to_string(wrong) : std::string()) << "\n";
+    if (wrong) ++failures;
+    for (int missed = 1; missed < call; ++missed) draw_call(rng, max_bytes);
+  } else {
+    log << "started size=" << comm.size() << " epoch=" << comm.epoch()
+        << " members=" << ids(comm.member_ids()) << "\n";
+  }
+
+  for (; call <= calls && failures == 0; ++call) {
+    const auto [kind, type, op, in_place, count, root_draw] = draw_call(rng, max_bytes);
     std::ostringstream line;
     line << "call " << call;
     try {
