@@ -33,6 +33,10 @@ bool SparePool::shrink_to_live(MPI_Comm from, int attempt) {
 }
 
 bool SparePool::agreed(int ok, int attempt, const char* what) {
+  // A collective that failed here may still be waiting elsewhere (a peer
+  // of this process in it, not the dead one): the revoke ends it there, so
+  // that every process reaches the agreement.
+  if (!ok) ulfm::revoke(pool_.get());
   if (ulfm::agree(pool_.get(), ok) == MPI_SUCCESS && ok) return true;
   if (attempt >= kMaxAttempts)
     throw Error(Errc::Internal, std::string("spare pool: ") + what + " kept failing on some process");

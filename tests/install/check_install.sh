@@ -38,12 +38,14 @@ with ringmend.Runtime() as rt:
     x = np.ones(1000, dtype=np.float32)
     rt.world.allreduce(x)
     ok = np.all(x == rt.world.size)
-    print("TEST", "PASSED" if ok else "FAILED", "python, from", ringmend.__file__)
+    # One string, one write: the ranks' lines reach the launcher interleaved
+    # at write boundaries.
+    print(f"TEST {'PASSED' if ok else 'FAILED'} python, from {ringmend.__file__}", flush=True)
 PY
   out=$(PYTHONPATH=$(dirname "$site") timeout -k 5 60 "$work/prefix/bin/ringmend-run" -q \
     --mpirun-args --oversubscribe -np 2 -x PYTHONPATH "$python" "$work/app/use.py" 2>&1) || status=1
   echo "$out"
-  [ "$(grep -o 'TEST PASSED' <<<"$out" | wc -l)" -eq 2 ] && grep -q "$work/prefix" <<<"$out" || status=1
+  [ "$(grep -o 'PASSED python' <<<"$out" | wc -l)" -eq 2 ] && grep -q "$work/prefix" <<<"$out" || status=1
   if [ -d "$site/torch" ]; then
     PYTHONPATH=$(dirname "$site") "$python" -c \
       "import torch.distributed as d, ringmend.torch; assert hasattr(d.Backend, 'RINGMEND'); print('torch backend registered')" ||
