@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "coll/direct_transfer.hpp"
 #include "ringmend/core/log.hpp"
@@ -24,6 +25,24 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The state transfer's waits: the communicator's checks, but yielding the
+// CPU only when the ranks that take part on this machine (the sender and
+// the joiners) outnumber its CPUs. The epoch may be oversubscribed while
+// they are not: the other members sleep in the agreement meanwhile
+// (ulfm::agree_sleeping), and a wait that sleeps between chunks would make
+// the transfer ten times slower than the link.
+class TransferWait final : public transport::WaitContext {
+ public:
+  TransferWait(transport::WaitContext& inner, bool crowded) : inner_(inner), crowded_(crowded) {}
+  void check() override { inner_.check(); }
+  void on_phase(transport::Phase phase, int step) override { inner_.on_phase(phase, step); }
+  bool oversubscribed() const override { return crowded_; }
+
+ private:
+  transport::WaitContext& inner_;
+  bool crowded_;
+};
 
 std::vector<int> missing_from(const std::vector<int>& these, const std::vector<int>& those) {
   std::vector<int> out;
@@ -132,9 +151,9 @@ void Communicator::Impl::serve_as_spare() {
 bool Communicator::Impl::install_grown(std::unique_ptr<membership::Epoch> next,
                                        std::uint64_t joiner_next_seq) {
   std::unique_ptr<membership::Epoch> previous = std::exchange(epoch_, std::move(next));
-  bool ok = true;
+  bool ok = true, took_part = true;
   try {
-    transfer_state(joiner_next_seq);
+    took_part = transfer_state(joiner_next_seq);
   } catch (const transport::Interrupted&) {
     ok = false;
   } catch (const transport::Mismatch&) {
@@ -142,7 +161,11 @@ bool Communicator::Impl::install_grown(std::unique_ptr<membership::Epoch> next,
   }
   if (!ok) ulfm::revoke(epoch_->ctrl.get());
   int flag = ok ? 1 : 0;
-  if (ulfm::agree(epoch_->ctrl.get(), flag) == MPI_SUCCESS && flag) {
+  // A survivor that sends nothing waits for the state's sender and the
+  // joiners here; on a machine with fewer CPUs than ranks, it sleeps.
+  const int rc = !took_part && epoch_->oversubscribed ? ulfm::agree_sleeping(epoch_->ctrl.get(), flag)
+                                                      : ulfm::agree(epoch_->ctrl.get(), flag);
+  if (rc == MPI_SUCCESS && flag) {
     // Every member is in the new epoch: the old one's channels can close.
     if (previous) previous->retire();
     retired_.clear();
@@ -153,28 +176,32 @@ bool Communicator::Impl::install_grown(std::unique_ptr<membership::Epoch> next,
   return false;
 }
 
-void Communicator::Impl::transfer_state(std::uint64_t joiner_next_seq) {
+bool Communicator::Impl::transfer_state(std::uint64_t joiner_next_seq) {
   const membership::Epoch& e = *epoch_;
   state_seconds_ = 0;
   state_bytes_ = 0;
   // A release without joiners: nobody needs the state.
   const int source = e.state_source();
-  if (source < 0) return;
+  if (source < 0) return false;
   const std::vector<int> joiners = e.joiner_ranks();
   const bool joining = std::find(joiners.begin(), joiners.end(), e.rank) != joiners.end();
   // Only the source and the joiners take part: the other survivors go on
   // to the agreement, which waits for them (install_grown).
-  if (e.rank != source && !joining) return;
+  if (e.rank != source && !joining) return false;
   const auto start = Clock::now();
   transport::Channel& channel = *e.channels().flat;
   const std::size_t chunk = tuning().chunk_bytes;
+  const auto machine = e.infos[static_cast<std::size_t>(e.rank)].machine;
+  long here = e.infos[static_cast<std::size_t>(source)].machine == machine ? 1 : 0;
+  for (int r : joiners) here += e.infos[static_cast<std::size_t>(r)].machine == machine ? 1 : 0;
+  TransferWait wait(*this, here > static_cast<long>(std::thread::hardware_concurrency()));
   // First the description (the joiners' next call, names and sizes), then
   // each entry, straight from the application's buffers to every joiner.
   const auto pass = [&](void* data, std::size_t bytes) {
     if (e.rank == source)
-      coll::send_direct(channel, joiners, data, bytes, *this, chunk);
+      coll::send_direct(channel, joiners, data, bytes, wait, chunk);
     else
-      coll::receive_direct(channel, source, data, bytes, *this, chunk);
+      coll::receive_direct(channel, source, data, bytes, wait, chunk);
   };
   std::vector<StateRegistry::Part> parts;
   std::vector<std::byte> description;
@@ -190,20 +217,21 @@ void Communicator::Impl::transfer_state(std::uint64_t joiner_next_seq) {
   for (std::size_t i = 0; i < d.entries.size(); ++i) {
     const auto& [name, bytes] = d.entries[i];
     if (bytes == 0) {
-      if (joining) state.stage(name, {});
+      if (joining) state.stage(name, ReceivedBytes());
       continue;
     }
     if (e.rank == source) {
       pass(parts[i].data, bytes);
       continue;
     }
-    std::vector<std::byte> received(bytes);
+    ReceivedBytes received(bytes);
     pass(received.data(), bytes);
     state.stage(name, std::move(received));
   }
   for (const auto& entry : d.entries) state_bytes_ += entry.second;
   state_seconds_ = seconds_since(start);
   if (joining) seq = current_seq_ = d.next_seq - 1;
+  return true;
 }
 
 void Communicator::Impl::dismiss_spares() {

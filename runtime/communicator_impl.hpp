@@ -140,7 +140,7 @@ struct Communicator::Impl final : transport::WaitContext {
   // Makes a Grow epoch current once the joiners have the state and every
   // member agreed; false (and the previous epoch current again) otherwise.
   bool install_grown(std::unique_ptr<membership::Epoch> next, std::uint64_t joiner_next_seq);
-  void transfer_state(std::uint64_t joiner_next_seq);
+  bool transfer_state(std::uint64_t joiner_next_seq);  // false: this rank took no part
   // A broadcast over the current epoch's channels; `wire_seq` is the call
   // number its headers carry.
   void broadcast_bytes(void* buffer, std::size_t bytes, int root, std::uint64_t wire_seq);

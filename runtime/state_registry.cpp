@@ -54,7 +54,7 @@ void StateRegistry::add(const std::string& name, Save save, Load load) {
 // What a joiner received under this name is restored at once.
 void StateRegistry::insert(Entry e) {
   if (auto it = staged_.find(e.name); it != staged_.end()) {
-    restore(e, it->second);
+    restore(e, it->second.bytes());
     staged_.erase(it);
   }
   entries_.push_back(std::move(e));
@@ -68,7 +68,7 @@ bool StateRegistry::remove(const std::string& name) {
   return true;
 }
 
-void StateRegistry::restore(const Entry& e, const std::vector<std::byte>& bytes) const {
+void StateRegistry::restore(const Entry& e, std::span<const std::byte> bytes) const {
   if (e.load) {
     e.load(bytes);
     return;
@@ -124,11 +124,11 @@ StateRegistry::Description StateRegistry::parse(std::span<const std::byte> in) {
   return d;
 }
 
-void StateRegistry::stage(const std::string& name, std::vector<std::byte> bytes) {
+void StateRegistry::stage(const std::string& name, ReceivedBytes bytes) {
   const auto it =
       std::find_if(entries_.begin(), entries_.end(), [&](const Entry& x) { return x.name == name; });
   if (it != entries_.end())
-    restore(*it, bytes);
+    restore(*it, bytes.bytes());
   else
     staged_[name] = std::move(bytes);
 }

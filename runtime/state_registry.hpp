@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/received_bytes.hpp"
+
 namespace ringmend {
 
 class StateRegistry {
@@ -50,7 +52,7 @@ class StateRegistry {
 
   // A joiner's side: an entry received, restored when (or if already)
   // registered.
-  void stage(const std::string& name, std::vector<std::byte> bytes);
+  void stage(const std::string& name, ReceivedBytes bytes);
   // Names received but not registered (yet).
   std::vector<std::string> unclaimed() const;
 
@@ -64,9 +66,9 @@ class StateRegistry {
   };
   void check_new(const std::string& name) const;
   void insert(Entry entry);
-  void restore(const Entry& entry, const std::vector<std::byte>& bytes) const;
+  void restore(const Entry& entry, std::span<const std::byte> bytes) const;
   std::vector<Entry> entries_;
-  std::map<std::string, std::vector<std::byte>> staged_;
+  std::map<std::string, ReceivedBytes> staged_;
 };
 
 }  // namespace ringmend

@@ -1,7 +1,9 @@
 // Recovery primitives over ULFM: revoke, shrink, agree, failed-set queries.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <numeric>
+#include <thread>
 
 #include "ulfm/ulfm.hpp"
 
@@ -67,6 +69,21 @@ int agree(MPI_Comm comm, int& flag) {
   int rc = MPI_Allreduce(&flag, &out, 1, MPI_INT, MPI_BAND, comm);
   flag = out;
   return rc;
+#endif
+}
+
+int agree_sleeping(MPI_Comm comm, int& flag) {
+#if RINGMEND_HAVE_ULFM
+  MPI_Request req = MPI_REQUEST_NULL;
+  if (int rc = MPIX_Comm_iagree(comm, &flag, &req); rc != MPI_SUCCESS) return rc;
+  for (;;) {
+    int done = 0;
+    const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done || rc != MPI_SUCCESS) return rc;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+#else
+  return agree(comm, flag);
 #endif
 }
 

@@ -96,6 +96,12 @@ void revoke(MPI_Comm comm);
 // processes. Returns the MPI error code, which ULFM makes uniform.
 int agree(MPI_Comm comm, int& flag);
 
+// The same agreement for a process with nothing else to do while others
+// still work before joining it: it sleeps between tests of a non-blocking
+// agreement instead of spinning in MPI's progress loop, which on an
+// oversubscribed machine takes the CPU from the ones still working.
+int agree_sleeping(MPI_Comm comm, int& flag);
+
 // Non-blocking agreement (MPIX_Comm_iagree) on an all-ones flag that gives
 // up when `stop()` returns true. Returns true when the agreement completed;
 // `success` then says whether it completed without error.

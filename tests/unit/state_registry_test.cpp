@@ -47,8 +47,8 @@ TEST(StateRegistry, DescriptionRoundTrips) {
 TEST(StateRegistry, AJoinerRestoresWhenItRegisters) {
   StateRegistry joiner;
   const std::int64_t sent_step = 9;
-  joiner.stage("step", bytes_of(&sent_step, sizeof sent_step));
-  joiner.stage("blob", std::vector<std::byte>(3, std::byte{1}));
+  joiner.stage("step", ReceivedBytes::copy_of(bytes_of(&sent_step, sizeof sent_step)));
+  joiner.stage("blob", ReceivedBytes::copy_of(std::vector<std::byte>(3, std::byte{1})));
   EXPECT_EQ(joiner.unclaimed().size(), 2u);
   std::int64_t step = 0;
   joiner.add("step", &step, sizeof step);
@@ -78,11 +78,27 @@ TEST(StateRegistry, BadRegistrationsAreInvalidArguments) {
   EXPECT_EQ(code_of([&] { r.add("null", nullptr, 4); }), Errc::InvalidArgument);
   // A joiner whose buffer differs in size from the survivors'.
   StateRegistry joiner;
-  joiner.stage("model", std::vector<std::byte>(8));
+  joiner.stage("model", ReceivedBytes::copy_of(std::vector<std::byte>(8)));
   std::int32_t small = 0;
   EXPECT_EQ(code_of([&] { joiner.add("model", &small, sizeof small); }), Errc::InvalidArgument);
   EXPECT_TRUE(r.remove("x"));
   EXPECT_FALSE(r.remove("x"));
+}
+
+TEST(ReceivedBytes, HoldsWhatIsWrittenSmallAndLargeAndMoves) {
+  for (std::size_t n : {std::size_t{0}, std::size_t{100}, std::size_t{3} << 20}) {
+    ReceivedBytes b(n);
+    ASSERT_EQ(b.size(), n);
+    for (std::size_t i = 0; i < n; ++i) b.data()[i] = static_cast<std::byte>(i * 7);
+    ReceivedBytes moved(std::move(b));
+    EXPECT_EQ(b.size(), 0u);
+    ReceivedBytes assigned;
+    assigned = std::move(moved);
+    ASSERT_EQ(assigned.size(), n);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) wrong += assigned.bytes()[i] != static_cast<std::byte>(i * 7);
+    EXPECT_EQ(wrong, 0u) << n << " bytes";
+  }
 }
 
 }  // namespace
