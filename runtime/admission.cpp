@@ -57,6 +57,7 @@ std::vector<int> missing_from(const std::vector<int>& these, const std::vector<i
 bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
   const auto start = Clock::now();
   std::vector<int> released;  // members that left in this regroup
+  double pool_seconds = 0;    // in the pool's rounds (MPI: shrink, allgather, agreement, split)
   for (int attempt = 0;; ++attempt) {
     if (seconds_since(start) > settings_.recovery_timeout_seconds)
       throw Error(Errc::Internal,
@@ -73,7 +74,9 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
     entry.view_size = view_.size;
     entry.target_size = target_size_;
     entry.leaving = leaving ? 1 : 0;
+    const auto round_start = Clock::now();
     membership::RoundOutcome round = pool_->round(entry);
+    pool_seconds += seconds_since(round_start);
     target_size_ = round.target_size;
     released.insert(released.end(), round.released.begin(), round.released.end());
     if (round.left) return false;
@@ -99,8 +102,15 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
   change.state_bytes = state_bytes_;
   pending_ = change;
   set_log_place(epoch_->my_id(), epoch_->number);
-  char took[32];
-  std::snprintf(took, sizeof took, "%.1f ms", change.admit_seconds * 1e3);
+  char took[128];
+  if (change.joined.empty())
+    std::snprintf(took, sizeof took, "%.1f ms (pool round %.1f ms)", change.admit_seconds * 1e3,
+                  pool_seconds * 1e3);
+  else
+    std::snprintf(took, sizeof took,
+                  "%.1f ms (pool round %.1f ms, state %.1f ms, sent before collective #%llu)",
+                  change.admit_seconds * 1e3, pool_seconds * 1e3, state_seconds_ * 1e3,
+                  static_cast<unsigned long long>(joiner_next_seq));
   const auto ids = [](const std::vector<int>& v) {
     std::string s;
     for (int id : v) s += (s.empty() ? "" : ", ") + std::to_string(id);
@@ -115,9 +125,8 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
   if (!change.joined.empty()) {
     const int spares = pool_->spares_left();
     ringmend::log(level, "admitted spare" + std::string(change.joined.size() == 1 ? " " : "s ") +
-                             ids(change.joined) + " in " + took + " (state sent before collective #" +
-                             std::to_string(joiner_next_seq) + "): " + size + ", " + std::to_string(spares) +
-                             (spares == 1 ? " spare" : " spares") +
+                             ids(change.joined) + " in " + took + ": " + size + ", " +
+                             std::to_string(spares) + (spares == 1 ? " spare" : " spares") +
                              " left; rebuild steps: " + builder_.laps());
   }
   return true;
