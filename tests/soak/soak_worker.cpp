@@ -122,7 +122,13 @@ int main(int argc, char** argv) {
   std::vector<unsigned char> payload(state_bytes, 0);
   if (!comm.joined())
     for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = payload_byte(seed, i);
+  // The root of the call in flight, by member id: a joiner that enters a
+  // broadcast interrupted by a loss must name the root the members named
+  // in their view, which its own (newer) view would renumber.
+  int call_root = -1;
   comm.register_state("soak.call", &call, sizeof call);
+  comm.register_state("soak.root", &call_root, sizeof call_root);
+  bool resuming = comm.joined();
   if (state_bytes > 0) comm.register_state("soak.payload", payload.data(), payload.size());
   std::mt19937_64 rng(seed);
   int failures = 0;
@@ -160,8 +166,13 @@ int main(int argc, char** argv) {
           ++failures;
         }
       } else if (kind < 17) {
-        const int root = static_cast<int>(root_draw % static_cast<std::uint64_t>(comm.size()));
-        const int root_id = comm.member_ids()[static_cast<std::size_t>(root)];
+        const std::vector<int> ids_now = comm.member_ids();
+        const int root_id = resuming ? call_root : ids_now[root_draw % ids_now.size()];
+        call_root = root_id;
+        // (A joiner is never admitted into a broadcast whose root was lost:
+        // that call fails with RootLost first.)
+        const int root =
+            static_cast<int>(std::find(ids_now.begin(), ids_now.end(), root_id) - ids_now.begin());
         const std::size_t bytes = count * size_of(type);
         std::vector<unsigned char> buf(bytes);
         for (std::size_t i = 0; i < bytes; ++i)
@@ -197,6 +208,7 @@ int main(int argc, char** argv) {
     }
     // Every survivor sees a recovery in the same call (docs/recovery.md).
     line << " epoch=" << comm.epoch() << " size=" << comm.size();
+    resuming = false;
     log << line.str() << "\n";
   }
   log << (failures ? "failed" : "finished") << " size=" << comm.size() << " epoch=" << comm.epoch()
