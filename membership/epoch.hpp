@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "coll/algorithm.hpp"
@@ -43,10 +44,19 @@ struct Epoch {
   // (coll/direct_transfer.hpp): the first rank that is not joining; -1 when
   // nobody joins.
   int state_source() const {
-    if (joiner_ranks().empty()) return -1;
-    for (int r = 0; r < static_cast<int>(infos.size()); ++r)
-      if (!infos[static_cast<std::size_t>(r)].joining) return r;
-    return -1;
+    const auto joining = [](const MemberInfo& m) { return m.joining != 0; };
+    if (std::none_of(infos.begin(), infos.end(), joining)) return -1;
+    const auto first = std::find_if_not(infos.begin(), infos.end(), joining);
+    return first == infos.end() ? -1 : static_cast<int>(first - infos.begin());
+  }
+  // Whether `ranks` put more processes on this rank's machine than it has
+  // CPUs (two "nodes" may be one machine: the local Slurm cluster).
+  bool crowd_this_machine(const std::vector<int>& ranks) const {
+    const auto mine = infos.at(static_cast<std::size_t>(rank)).machine;
+    const auto here = std::count_if(ranks.begin(), ranks.end(), [&](int r) {
+      return infos.at(static_cast<std::size_t>(r)).machine == mine;
+    });
+    return here > static_cast<long>(std::thread::hardware_concurrency());
   }
   coll::Channels channels() const {
     if (!fabric) return {};

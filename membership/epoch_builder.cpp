@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <numeric>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -238,12 +239,9 @@ void EpochBuilder::plan(Epoch& e, bool allow_shm) {
     where[i] = e.infos[i].where;
   }
   e.plan = topo::make_plan(node_of, where, e.rank);
-  // Two "nodes" may be one machine (the local Slurm cluster): count ranks per
-  // machine, not per node.
-  const auto mine = e.infos[static_cast<std::size_t>(e.rank)].machine;
-  const auto here =
-      std::count_if(e.infos.begin(), e.infos.end(), [&](const MemberInfo& s) { return s.machine == mine; });
-  e.oversubscribed = here > static_cast<long>(std::thread::hardware_concurrency());
+  std::vector<int> everyone(static_cast<std::size_t>(e.size));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  e.oversubscribed = e.crowd_this_machine(everyone);
 
   coll::Layout& l = e.layout;
   l = {};
@@ -294,7 +292,7 @@ bool EpochBuilder::connect(Epoch& e, const Epoch* shrunk_from, std::string& shm_
   if (const int source = e.state_source(); source >= 0) {
     const std::vector<int> joiners = e.joiner_ranks();
     if (e.rank == source) spec.peers.insert(spec.peers.end(), joiners.begin(), joiners.end());
-    if (std::find(joiners.begin(), joiners.end(), e.rank) != joiners.end()) spec.peers.push_back(source);
+    if (e.infos[static_cast<std::size_t>(e.rank)].joining) spec.peers.push_back(source);
     std::sort(spec.peers.begin(), spec.peers.end());
     spec.peers.erase(std::unique(spec.peers.begin(), spec.peers.end()), spec.peers.end());
   }

@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 #include "coll/direct_transfer.hpp"
 #include "ringmend/core/log.hpp"
@@ -193,17 +192,16 @@ bool Communicator::Impl::transfer_state(std::uint64_t joiner_next_seq) {
   const int source = e.state_source();
   if (source < 0) return false;
   const std::vector<int> joiners = e.joiner_ranks();
-  const bool joining = std::find(joiners.begin(), joiners.end(), e.rank) != joiners.end();
+  const bool joining = e.infos[static_cast<std::size_t>(e.rank)].joining != 0;
   // Only the source and the joiners take part: the other survivors go on
   // to the agreement, which waits for them (install_grown).
   if (e.rank != source && !joining) return false;
   const auto start = Clock::now();
   transport::Channel& channel = *e.channels().flat;
   const std::size_t chunk = tuning().chunk_bytes;
-  const auto machine = e.infos[static_cast<std::size_t>(e.rank)].machine;
-  long here = e.infos[static_cast<std::size_t>(source)].machine == machine ? 1 : 0;
-  for (int r : joiners) here += e.infos[static_cast<std::size_t>(r)].machine == machine ? 1 : 0;
-  TransferWait wait(*this, here > static_cast<long>(std::thread::hardware_concurrency()));
+  std::vector<int> taking_part = joiners;
+  taking_part.push_back(source);
+  TransferWait wait(*this, e.crowd_this_machine(taking_part));
   // First the description (the joiners' next call, names and sizes), then
   // each entry, straight from the application's buffers to every joiner.
   const auto pass = [&](void* data, std::size_t bytes) {
