@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "ringmend/core/error.hpp"
@@ -16,6 +17,8 @@ constexpr int kMaxAttempts = 1000;
 // A spare's sleep between two polls of the pool: a round waits at most this
 // long for each spare, and a sleeping spare costs no CPU.
 constexpr auto kSparePoll = std::chrono::milliseconds(1);
+
+using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
@@ -106,16 +109,35 @@ bool SparePool::wait_for_round() {
   }
 }
 
+std::string SparePool::laps() const {
+  char text[96];
+  std::snprintf(text, sizeof text, "shrink %.1f ms, roster %.1f ms, split %.1f ms", shrink_seconds_ * 1e3,
+                roster_seconds_ * 1e3, split_seconds_ * 1e3);
+  return text;
+}
+
 RoundOutcome SparePool::round(const PoolEntry& mine) {
+  shrink_seconds_ = roster_seconds_ = split_seconds_ = 0;
   for (int attempt = 0;; ++attempt) {
-    if (!shrink_to_live(pool_.get(), attempt)) continue;
+    auto lap = Clock::now();
+    // Adds the time since the last lap to `total`.
+    const auto add_lap = [&lap](double& total) {
+      const auto now = Clock::now();
+      total += std::chrono::duration<double>(now - lap).count();
+      lap = now;
+    };
+    const bool shrunk = shrink_to_live(pool_.get(), attempt);
+    add_lap(shrink_seconds_);
+    if (!shrunk) continue;
     int rank = 0, size = 0;
     MPI_Comm_rank(pool_.get(), &rank);
     MPI_Comm_size(pool_.get(), &size);
     std::vector<PoolEntry> roster(static_cast<std::size_t>(size));
     const int gathered = MPI_Allgather(&mine, sizeof mine, MPI_BYTE, roster.data(), sizeof mine, MPI_BYTE,
                                        pool_.get()) == MPI_SUCCESS;
-    if (!agreed(gathered, attempt, "the roster's allgather")) continue;
+    const bool roster_agreed = agreed(gathered, attempt, "the roster's allgather");
+    add_lap(roster_seconds_);
+    if (!roster_agreed) continue;
 
     // The decision, from the roster alone.
     RoundOutcome out;
@@ -178,7 +200,9 @@ RoundOutcome SparePool::round(const PoolEntry& mine) {
       rest = split(out.left ? MPI_UNDEFINED : 0, rank, rest_ok);
       ok = ok && rest_ok;
     }
-    if (!agreed(ok, attempt, "splitting the members and joiners off the pool")) continue;
+    const bool split_agreed = agreed(ok, attempt, "splitting the members and joiners off the pool");
+    add_lap(split_seconds_);
+    if (!split_agreed) continue;
     out.grown = std::move(grown);
     member_ranks_ = members;
     member_ranks_.insert(member_ranks_.end(), spares.begin(), spares.begin() + out.joiners);

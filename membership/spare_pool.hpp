@@ -23,6 +23,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "membership/member.hpp"
@@ -86,6 +87,9 @@ class SparePool {
   // agreed by every live process; `mine` as above. A joiner and the
   // members then build the Grow epoch on `grown`.
   RoundOutcome round(const PoolEntry& mine);
+  // Where the last round's time went, for the log: "shrink 1.2 ms, roster
+  // 0.4 ms, split 0.9 ms" (summed over its attempts).
+  std::string laps() const;
 
  private:
   // Replaces the pool by its live processes (`from` is the world at first);
@@ -95,6 +99,8 @@ class SparePool {
   bool agreed(int ok, int attempt, const char* what);
   ulfm::CommHandle split(int color, int key, bool& ok);
 
+  // The last round's time in its three MPI steps, in seconds.
+  double shrink_seconds_ = 0, roster_seconds_ = 0, split_seconds_ = 0;
   ulfm::CommHandle pool_;
   bool spare_ = false;  // started as a spare
   int spares_left_ = 0;

@@ -101,14 +101,14 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
   change.state_bytes = state_bytes_;
   pending_ = change;
   set_log_place(epoch_->my_id(), epoch_->number);
-  char took[128];
+  char took[256];
   if (change.joined.empty())
-    std::snprintf(took, sizeof took, "%.1f ms (pool round %.1f ms)", change.admit_seconds * 1e3,
-                  pool_seconds * 1e3);
+    std::snprintf(took, sizeof took, "%.1f ms (pool round %.1f ms: %s)", change.admit_seconds * 1e3,
+                  pool_seconds * 1e3, pool_->laps().c_str());
   else
     std::snprintf(took, sizeof took,
-                  "%.1f ms (pool round %.1f ms, state %.1f ms, sent before collective #%llu)",
-                  change.admit_seconds * 1e3, pool_seconds * 1e3, state_seconds_ * 1e3,
+                  "%.1f ms (pool round %.1f ms: %s; state %.1f ms, sent before collective #%llu)",
+                  change.admit_seconds * 1e3, pool_seconds * 1e3, pool_->laps().c_str(), state_seconds_ * 1e3,
                   static_cast<unsigned long long>(joiner_next_seq));
   const auto ids = [](const std::vector<int>& v) {
     std::string s;
@@ -150,6 +150,7 @@ void Communicator::Impl::serve_as_spare() {
   }
   joined = true;
   update_view();
+  if (!state_mismatch_.empty()) throw Error(Errc::InvalidArgument, state_mismatch_);
   set_log_place(epoch_->my_id(), epoch_->number);
   ringmend::log(LogLevel::Debug, "spare admitted as member " + std::to_string(epoch_->my_id()) + ", rank " +
                                      std::to_string(epoch_->rank) + " of " + std::to_string(epoch_->size) +
@@ -188,6 +189,7 @@ bool Communicator::Impl::transfer_state(std::uint64_t joiner_next_seq) {
   const membership::Epoch& e = *epoch_;
   state_seconds_ = 0;
   state_bytes_ = 0;
+  state_mismatch_.clear();
   // A release without joiners: nobody needs the state.
   const int source = e.state_source();
   if (source < 0) return false;
@@ -231,9 +233,21 @@ bool Communicator::Impl::transfer_state(std::uint64_t joiner_next_seq) {
       pass(parts[i].data, bytes);
       continue;
     }
+    // Registered before the Runtime started (StateBuffer): no copy after.
+    // A transfer cut short leaves it half written, which is harmless: this
+    // process goes back to waiting as a spare, and the next admission
+    // writes it whole before the application sees it.
+    if (void* into = state.buffer_for(name, bytes)) {
+      pass(into, bytes);
+      continue;
+    }
     ReceivedBytes received(bytes);
     pass(received.data(), bytes);
-    state.stage(name, std::move(received));
+    try {
+      state.stage(name, std::move(received));
+    } catch (const Error& mismatch) {
+      if (state_mismatch_.empty()) state_mismatch_ = mismatch.what();
+    }
   }
   for (const auto& entry : d.entries) state_bytes_ += entry.second;
   state_seconds_ = seconds_since(start);

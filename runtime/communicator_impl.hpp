@@ -178,6 +178,10 @@ struct Communicator::Impl final : transport::WaitContext {
   // The last state transfer to joiners (for MembershipChange).
   double state_seconds_ = 0;
   std::size_t state_bytes_ = 0;
+  // A joiner's entry that does not fit what it registered before the
+  // Runtime started (StateBuffer): raised once it is a member, so that the
+  // admission itself completes on every process.
+  std::string state_mismatch_;
   bool requesting_ = false;                   // in the call of a grow or release request
   std::unique_ptr<membership::Epoch> epoch_;  // the last epoch every member agreed on
   View view_;

@@ -107,7 +107,8 @@ struct Runtime::Impl {
   std::optional<Watchdog> start_watchdog;
 };
 
-Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_unique<Impl>()) {
+Runtime::Runtime(int* argc, char*** argv, Options options, std::vector<StateBuffer> state)
+    : impl_(std::make_unique<Impl>()) {
   // The one error boundary of start-up: whatever a lower layer throws
   // reaches the caller as a ringmend::Error.
   try {
@@ -121,7 +122,7 @@ Runtime::Runtime(int* argc, char*** argv, Options options) : impl_(std::make_uni
             "MPI started, and MPI did not report it; this process ends with status " +
             std::to_string(outcome::kStartTimeoutStatus) + ". Start the job again.",
         outcome::kStartTimeout, outcome::kStartTimeoutStatus);
-    start(argc, argv);
+    start(argc, argv, state);
     impl_->start_watchdog.reset();
   } catch (const Error& e) {
     if (!caused_by_input(e.code()))
@@ -170,7 +171,7 @@ void close_and_finalize(Runtime::Impl& impl, bool bounded, const std::string& wh
   std::exit(dismissed.status);
 }
 
-void Runtime::start(int* argc, char*** argv) {
+void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& state) {
   set_log_level(impl_->settings.log_level);
   // A dead peer leaves TCP connections behind (Open MPI's btl/tcp forwarding
   // a revoke, UCX): writing to one raises SIGPIPE, whose default action
@@ -223,6 +224,8 @@ void Runtime::start(int* argc, char*** argv) {
   impl_->ucx = std::make_unique<transport::UcxContext>(self.ucx_net_device);
   impl_->world.reset(new Communicator(std::make_unique<Communicator::Impl>(
       impl_->settings, impl_->fault_tolerant, *impl_->ucx, MPI_COMM_WORLD, self.where)));
+  // Before a spare waits: an admitted spare receives into these buffers.
+  for (const StateBuffer& b : state) impl_->world->impl_->state.add(b.name, b.data, b.bytes);
   if (Communicator::Impl& comm = *impl_->world->impl_; comm.waiting_as_spare()) {
     // A spare waits as long as the job runs: the start-up bound is over.
     impl_->start_watchdog.reset();

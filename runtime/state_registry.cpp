@@ -124,6 +124,12 @@ StateRegistry::Description StateRegistry::parse(std::span<const std::byte> in) {
   return d;
 }
 
+void* StateRegistry::buffer_for(const std::string& name, std::size_t bytes) const {
+  const auto it =
+      std::find_if(entries_.begin(), entries_.end(), [&](const Entry& x) { return x.name == name; });
+  return it != entries_.end() && !it->load && it->bytes == bytes && bytes > 0 ? it->data : nullptr;
+}
+
 void StateRegistry::stage(const std::string& name, ReceivedBytes bytes) {
   const auto it =
       std::find_if(entries_.begin(), entries_.end(), [&](const Entry& x) { return x.name == name; });

@@ -50,8 +50,11 @@ class StateRegistry {
   // Throws Error(Internal) for bytes that are not a description.
   static Description parse(std::span<const std::byte> bytes);
 
-  // A joiner's side: an entry received, restored when (or if already)
-  // registered.
+  // A joiner's side: the buffer registered under `name` when it has
+  // exactly `bytes` (the entry is then received straight into it), else
+  // null.
+  void* buffer_for(const std::string& name, std::size_t bytes) const;
+  // An entry received elsewhere, restored when (or if already) registered.
   void stage(const std::string& name, ReceivedBytes bytes);
   // Names received but not registered (yet).
   std::vector<std::string> unclaimed() const;

@@ -10,7 +10,12 @@
 //
 //   elastic_check [--samples=N] [--per-rank=B] [--epochs=E] [--grow-at=S --grow=K]
 //                 [--release-at=S --release=R[,R...]] [--expect-size=N] [--step-ms=MS]
+//                 [--expect-members=ID,ID...]   (the member ids at the end, by rank)
 //                 [--pid-dir=D]   (a member writes D/rank<world rank>.pid once started)
+//                 [--state-before-start]   (the sums are given to the Runtime: a joiner
+//                                           receives them in place, StateBuffer)
+//                 [--wrong-state-on=W]     (and world rank W gives one element more: as a
+//                                           joiner it must fail with a clear error)
 #include <unistd.h>
 
 #include <chrono>
@@ -18,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -57,18 +63,37 @@ int check(int argc, char** argv) {
   const long expect_size = number(argc, argv, "expect-size", -1);
   const long step_ms = number(argc, argv, "step-ms", 0);
 
-  ringmend::Runtime rt(&argc, &argv);
+  // World rank W of --wrong-state-on registers a buffer of another size.
+  const char* world_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  const long wrong_on = number(argc, argv, "wrong-state-on", -1);
+  const bool wrong_here = wrong_on >= 0 && world_rank != nullptr && std::atol(world_rank) == wrong_on;
+  const bool before_start = wrong_on >= 0 || arg(argc, argv, "state-before-start", "-") != "-";
+  std::vector<std::int64_t> sums(samples + (wrong_here ? 1 : 0), 0), contribution(samples + 1);
+  std::vector<ringmend::StateBuffer> state;
+  if (before_start) state.push_back({"sums", sums.data(), sums.size() * sizeof(std::int64_t)});
+  std::optional<ringmend::Runtime> started;
+  try {
+    started.emplace(&argc, &argv, ringmend::Options{}, state);
+  } catch (const ringmend::Error& e) {
+    const std::string expected = "register_state('sums'): this joiner registers";
+    if (!wrong_here || e.code() != ringmend::Errc::InvalidArgument ||
+        std::string(e.what()).find(expected) != 0)
+      throw;
+    std::printf("TEST PASSED world rank %ld: a joiner with state of another size is told: %s\n", wrong_on,
+                e.what());
+    return 0;
+  }
+  ringmend::Runtime& rt = *started;
   ringmend::Communicator& comm = rt.world();
   const int me = comm.member_id();
   if (const std::string dir = arg(argc, argv, "pid-dir", ""); !dir.empty() && !comm.joined())
     std::ofstream(dir + "/rank" + std::to_string(me) + ".pid") << ::getpid() << "\n";
 
   ringmend::ElasticSampler sampler(samples, per_rank, 11);
-  std::vector<std::int64_t> sums(samples, 0), contribution(samples + 1);
   std::int64_t step = 0;
   int failures = 0, changes_seen = 0;
   sampler.register_state(comm, "sampler");
-  comm.register_state("sums", std::span<std::int64_t>(sums));
+  if (!before_start) comm.register_state("sums", std::span<std::int64_t>(sums));
   comm.register_state("step", &step, sizeof step);
   if (comm.joined())
     std::printf("member %d joined at rank %d of %d, step %lld, epoch %llu\n", me, comm.rank(), comm.size(),
@@ -123,6 +148,14 @@ int check(int argc, char** argv) {
   }
   if (expect_size >= 0 && comm.size() != expect_size) {
     std::printf("TEST FAILED member %d: ended with %d ranks, expected %ld\n", me, comm.size(), expect_size);
+    ++failures;
+  }
+  if (const std::string ids = arg(argc, argv, "expect-members", "");
+      !ids.empty() && comm.member_ids() != ranks_of(ids)) {
+    std::string got;
+    for (int id : comm.member_ids()) got += (got.empty() ? "" : ",") + std::to_string(id);
+    std::printf("TEST FAILED member %d: ended with members %s (by rank), expected %s\n", me, got.c_str(),
+                ids.c_str());
     ++failures;
   }
   if (failures == 0)

@@ -17,6 +17,13 @@ rc=${PIPESTATUS[0]}
 # pieces, and two ranks' lines can end up on one line.
 passed=$(grep -o "TEST PASSED" "$out" | wc -l)
 failed=$(grep -o "TEST FAILED" "$out" | wc -l)
+# A fault rule that never fired leaves the test checking a run without the
+# failure it was written for.
+unfired=$(grep -c "never fired" "$out")
+if [ "$unfired" -ne 0 ]; then
+  echo "expect_passed: FAIL: $unfired fault rule(s) never fired: the test did not exercise its failure" >&2
+  exit 1
+fi
 if [ "$rc" -ne 0 ] || [ "$passed" -ne "$expected" ] || [ "$failed" -ne 0 ]; then
   echo "expect_passed: FAIL: exit status $rc, $passed ranks passed (expected $expected), $failed failed" >&2
   [ "$rc" -eq 124 ] && echo "expect_passed: the job timed out (a hang)" >&2

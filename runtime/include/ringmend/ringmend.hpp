@@ -206,13 +206,25 @@ class Communicator {
   std::unique_ptr<Impl> impl_;
 };
 
+// A buffer of state registered before the Runtime starts (Runtime's
+// `state`): a spare admitted later receives the survivors' bytes straight
+// into it, instead of into memory of its own that registration then copies
+// from. For large state (a model) that copy costs as much as the transfer.
+struct StateBuffer {
+  std::string name;
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
 class Runtime {
  public:
   // Initialises MPI (MPI_THREAD_SERIALIZED) unless it already is, installs
   // error handlers that return, and connects the world communicator.
   // `options` sets any setting in code (core/options.hpp); what it leaves
   // unset comes from the RINGMEND_* variables (docs/environment.md).
-  Runtime(int* argc, char*** argv, Options options = {});
+  // `state` is registered on the world (register_state) before a spare
+  // starts waiting; the application does not register those names again.
+  Runtime(int* argc, char*** argv, Options options = {}, std::vector<StateBuffer> state = {});
   ~Runtime();  // bounded: never hangs in MPI_Finalize after failures
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -225,7 +237,7 @@ class Runtime {
   struct Impl;
 
  private:
-  void start(int* argc, char*** argv);
+  void start(int* argc, char*** argv, const std::vector<StateBuffer>& state);
   std::unique_ptr<Impl> impl_;
 };
 
