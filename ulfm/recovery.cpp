@@ -76,11 +76,16 @@ int agree_sleeping(MPI_Comm comm, int& flag) {
 #if RINGMEND_HAVE_ULFM
   MPI_Request req = MPI_REQUEST_NULL;
   if (int rc = MPIX_Comm_iagree(comm, &flag, &req); rc != MPI_SUCCESS) return rc;
+  // The sleeps grow from 50 us to 1 ms: a process that waits long (for a
+  // large transfer between others) wakes up rarely and leaves the CPUs to
+  // them; one that waits briefly still answers within tens of microseconds.
+  auto nap = std::chrono::microseconds(50);
   for (;;) {
     int done = 0;
     const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
     if (done || rc != MPI_SUCCESS) return rc;
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, std::chrono::microseconds(1000));
   }
 #else
   return agree(comm, flag);
