@@ -167,7 +167,8 @@ int node_key_after_shrink(const Epoch& from, const std::vector<MemberId>& lost, 
 // Ranks sharing a node, from MPI (not from host names, which two "nodes" of
 // one machine may share). MPI_Comm_split_type makes a communicator, which
 // costs agreements on a context id among all ranks: only a first epoch and
-// a Grow pay it.
+// a Grow pay it, and neither when the processes know their node's host
+// (a job with spares: SparePool::host).
 bool node_key_from_ranks(Epoch& e, MemberInfo& mine) {
   MPI_Comm comm = e.ctrl.get();
   MPI_Comm node = MPI_COMM_NULL;
@@ -203,16 +204,28 @@ bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool s
   std::snprintf(mine.node, sizeof mine.node, "%s", node_name().c_str());
   // Every rank takes the same branch: all have `from` after a Shrink of a
   // ready epoch (the survivors all come from it), none at start-up.
+  mine.host = host_;
   if (from && lost) {
     mine.node_key = node_key_after_shrink(*from, *lost, e.size);
     if (mine.node_key < 0)
       throw std::logic_error("epoch builder: a Shrink's survivors are not the previous epoch less the lost");
-  } else if (!node_key_from_ranks(e, mine)) {
+  } else if (host_ < 0 && !node_key_from_ranks(e, mine)) {
     return false;
   }
   e.infos.assign(static_cast<std::size_t>(e.size), MemberInfo{});
   if (MPI_Allgather(&mine, sizeof mine, MPI_BYTE, e.infos.data(), sizeof mine, MPI_BYTE, comm) != MPI_SUCCESS)
     return false;
+  if (!(from && lost) && host_ >= 0) {
+    // The node key from the hosts: the first rank on the same node.
+    for (auto& info : e.infos) {
+      if (info.host < 0)
+        throw std::logic_error("epoch builder: a process without its node's host took part in a build");
+      info.node_key =
+          static_cast<std::int32_t>(std::find_if(e.infos.begin(), e.infos.end(),
+                                                 [&](const MemberInfo& x) { return x.host == info.host; }) -
+                                    e.infos.begin());
+    }
+  }
   // Ids: kept by members, new ones for joiners in rank order; the epoch
   // number follows the newest epoch any member comes from.
   std::uint64_t newest = 0;

@@ -93,6 +93,14 @@ class EpochBuilder {
   // Where the last build's time went, step by step (for logs).
   const std::string& laps() const { return laps_; }
 
+  // The world rank of the first process on this process's node, known to
+  // every process of the job (SparePool::host). With it, an epoch finds
+  // which ranks share a node from its exchange alone, without making a
+  // node communicator (a context id agreed by every rank: across nodes it
+  // cost as much as the rest of a Grow). Every process of a build must
+  // have it, or none.
+  void set_host(int host) { host_ = host; }
+
  private:
   // `joining`: a Grow's joiner; `spare`: one of the world's spares.
   bool exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining, bool spare,
@@ -109,6 +117,7 @@ class EpochBuilder {
   topo::Location where_;
   std::string laps_;
   double lap_start_ = 0;
+  int host_ = -1;
 };
 
 }  // namespace ringmend::membership

@@ -24,6 +24,7 @@ struct MemberInfo {
   std::int32_t joining = 0;    // 1: admitted in this epoch (it has no previous one)
   std::uint64_t epoch = 0;     // the epoch this member comes from
   std::int32_t node_key = -1;  // control rank of this node's first rank
+  std::int32_t host = -1;      // world rank of the first process of its node, if known (SparePool)
   std::int32_t pid = 0;        // watched by node peers; names the node's segment
   std::uint64_t machine = 0;   // identifies the physical machine (boot id), to count ranks per CPU
   std::uint64_t nonce = 0;     // makes the node's segment name unique

@@ -46,6 +46,21 @@ bool SparePool::agreed(int ok, int attempt, const char* what) {
   return false;
 }
 
+int SparePool::first_on_node(MPI_Comm world) {
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(pool_.get(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    return -1;
+  ulfm::CommHandle node_comm(node);
+  ulfm::GroupHandle node_group, world_group;
+  MPI_Comm_group(node, node_group.out());
+  MPI_Comm_group(world, world_group.out());
+  // The split keeps the pool's order, which is the world's: its first rank
+  // is the node's lowest world rank.
+  int first = 0, in_world = MPI_UNDEFINED;
+  MPI_Group_translate_ranks(node_group.get(), 1, &first, world_group.get(), &in_world);
+  return in_world == MPI_UNDEFINED ? -1 : in_world;
+}
+
 ulfm::CommHandle SparePool::split(int color, int key, bool& ok) {
   MPI_Comm out = MPI_COMM_NULL;
   ok = MPI_Comm_split(pool_.get(), color, key, &out) == MPI_SUCCESS;
@@ -66,8 +81,10 @@ SparePool::SparePool(MPI_Comm world, int spares, ulfm::CommHandle& members) {
     const bool member = rank < job_size;
     bool ok = false;
     ulfm::CommHandle mine = split(member ? 0 : MPI_UNDEFINED, rank, ok);
+    const int host = ok ? first_on_node(world) : -1;
     // The split may fail on some processes only: agree, and go round again.
-    if (!agreed(ok, attempt, "splitting the members from the spares")) continue;
+    if (!agreed(ok && host >= 0, attempt, "splitting the members from the spares")) continue;
+    host_ = host;
     spare_ = !member;
     spares_left_ = std::max(0, size - job_size);
     member_ranks_.clear();

@@ -76,6 +76,11 @@ class SparePool {
 
   // Started as a spare (what it is after a round: RoundOutcome::joined).
   bool is_spare() const { return spare_; }
+  // The world rank of the first process on this process's node (MPI's
+  // MPI_COMM_TYPE_SHARED over the pool as it started), the same for every
+  // process of the node: an epoch builder's host (EpochBuilder::set_host).
+  // -1 for a pool of members made later (a release without spares).
+  int host() const { return host_; }
   int spares_left() const { return spares_left_; }
 
   // A spare's wait for the next round: sleeps between polls of the pool.
@@ -98,11 +103,14 @@ class SparePool {
   // An agreement over the pool on `ok`: true when every process had it.
   bool agreed(int ok, int attempt, const char* what);
   ulfm::CommHandle split(int color, int key, bool& ok);
+  // See host(); -1 when MPI failed.
+  int first_on_node(MPI_Comm world);
 
   // The last round's time in its three MPI steps, in seconds.
   double shrink_seconds_ = 0, roster_seconds_ = 0, split_seconds_ = 0;
   ulfm::CommHandle pool_;
   bool spare_ = false;  // started as a spare
+  int host_ = -1;
   int spares_left_ = 0;
   std::vector<int> member_ranks_;  // pool ranks of the members, as of the last round
 };

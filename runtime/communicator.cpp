@@ -93,6 +93,7 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
                                              " spares (RINGMEND_SPARES) leave no member: the job has " +
                                              std::to_string(world_size) + " processes");
     pool_ = std::make_unique<membership::SparePool>(parent, spares, start.members);
+    builder_.set_host(pool_->host());
     if (pool_->is_spare()) return;  // the Runtime calls serve_as_spare()
   }
   auto first = builder_.build(nullptr, std::move(start), mine);
