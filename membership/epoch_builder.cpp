@@ -10,6 +10,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <unordered_map>
 
 #include "coll/selector.hpp"
 #include "membership/address_exchange.hpp"
@@ -202,9 +203,9 @@ bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool s
   mine.where = where_;
   mine.machine = machine_id();
   std::snprintf(mine.node, sizeof mine.node, "%s", node_name().c_str());
+  mine.host = host_;
   // Every rank takes the same branch: all have `from` after a Shrink of a
   // ready epoch (the survivors all come from it), none at start-up.
-  mine.host = host_;
   if (from && lost) {
     mine.node_key = node_key_after_shrink(*from, *lost, e.size);
     if (mine.node_key < 0)
@@ -216,14 +217,14 @@ bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool s
   if (MPI_Allgather(&mine, sizeof mine, MPI_BYTE, e.infos.data(), sizeof mine, MPI_BYTE, comm) != MPI_SUCCESS)
     return false;
   if (!(from && lost) && host_ >= 0) {
-    // The node key from the hosts: the first rank on the same node.
-    for (auto& info : e.infos) {
+    // The node key from the hosts: the first rank on the same node (one
+    // pass, so that a build of thousands of ranks stays linear).
+    std::unordered_map<std::int32_t, std::int32_t> first_rank_of;
+    for (std::size_t r = 0; r < e.infos.size(); ++r) {
+      MemberInfo& info = e.infos[r];
       if (info.host < 0)
         throw std::logic_error("epoch builder: a process without its node's host took part in a build");
-      info.node_key =
-          static_cast<std::int32_t>(std::find_if(e.infos.begin(), e.infos.end(),
-                                                 [&](const MemberInfo& x) { return x.host == info.host; }) -
-                                    e.infos.begin());
+      info.node_key = first_rank_of.try_emplace(info.host, static_cast<std::int32_t>(r)).first->second;
     }
   }
   // Ids: kept by members, new ones for joiners in rank order; the epoch
