@@ -26,13 +26,18 @@ void recursive_doubling_allreduce(transport::Channel& ch, const std::vector<int>
 // `group` (to create endpoints to exactly those).
 std::vector<int> recursive_doubling_peers(const std::vector<int>& group, int me);
 
-// The latency algorithm of the flat path (no shared memory inside nodes).
+// The latency algorithm of the flat path (no shared memory inside nodes):
+// up to small_bytes; and with two ranks up to one pipeline chunk, where a
+// ring is two exchanges of S/2 against one of S here (the same bytes each
+// way, one latency more) and has no second chunk to overlap with the first.
 class RecursiveDoublingAllreduce final : public Algorithm {
  public:
   AlgorithmId id() const override { return AlgorithmId::RecursiveDoubling; }
   bool usable(const Layout& layout) const override { return !layout.node_shm; }
-  bool applies(CollectiveKind kind, std::size_t bytes, const Layout&, const Tuning& tuning) const override {
-    return kind == CollectiveKind::Allreduce && bytes <= tuning.small_bytes;
+  bool applies(CollectiveKind kind, std::size_t bytes, const Layout& layout,
+               const Tuning& tuning) const override {
+    return kind == CollectiveKind::Allreduce &&
+           (bytes <= tuning.small_bytes || (layout.ring.size() == 2 && bytes <= tuning.chunk_bytes));
   }
   std::vector<int> peers(const Layout& layout, int rank) const override {
     return recursive_doubling_peers(layout.ring, rank);
