@@ -139,6 +139,7 @@ def loadavg(path):
 
 CONFIGS = {
     "one_node": "One node, 2 ranks",
+    "one_node_4": "One node, 4 ranks (more ranks than cores where the node has fewer than 4)",
     "cluster_1ppn": "Two nodes (local Slurm cluster), 1 rank per node",
     "cluster_2ppn": "Two nodes (local Slurm cluster), 2 ranks per node",
 }

@@ -12,6 +12,8 @@
 #                          memory bound), ringmend_gloo_allreduce, and
 #                          ringmend_p2p_bw and ringmend_p2p_latency over the
 #                          shared-memory channel (--transport shm) and MPI
+#   one node, 4 ranks      ringmend_allreduce (ringmend and MPI_Allreduce), with
+#                          --oversubscribe where the node has fewer than 4 cores
 #   two nodes              the same allreduce programs on the local two-node
 #                          Slurm cluster (scripts/cluster.sh), 1 and 2 ranks per
 #                          node, and ringmend_p2p_bw and ringmend_p2p_bibw (UCX
@@ -231,6 +233,17 @@ one_node() {
       --json "$out/json/one_node.p2p_latency.$rep.json"
   done
   [ "$have_gloo" = 1 ] || say "  Gloo: ringmend_gloo_allreduce not built (libgloo-dev missing), left out"
+  # Four ranks: on a 2-core machine the ranks outnumber the cores, where
+  # waits must yield rather than spin (bench/README.md).
+  say "one node, 4 ranks: allreduce up to $one_max, $repeats run(s)"
+  over=()
+  [ "$CORES" -lt 4 ] && over=(--oversubscribe)
+  for rep in $(seq 1 "$repeats"); do
+    set_validation "$rep"
+    run throughput one_node_4 allreduce "$rep" 4 "json/one_node_4.allreduce.$rep.json" 900 \
+      "$FT" "${over[@]}" -np 4 "$BIN/ringmend_allreduce" -m "4:$one_max" "${one_iters[@]}" -f "${vflag[@]}" \
+      --json "$out/json/one_node_4.allreduce.$rep.json"
+  done
 }
 
 # ------------------------------------------------------------ two nodes
