@@ -26,9 +26,15 @@ void ring_allreduce_impl(Channel& ch, const std::vector<int>& ring, const Allred
   }
   const RingPosition pos = RingPosition::of(ring, ch.rank());
 
-  // Segment i of the buffer; each segment cut into k chunks.
+  // Segment i of the buffer; each segment cut into k chunks of about
+  // chunk_bytes, but at most kMaxChunks: beyond that a chunk's own costs (a
+  // message, its completion, a wait) grow with the message while the
+  // overlap gained stays (k-1)/k. Across the two nodes of the local
+  // cluster, 8-64 MiB went from 1.2-1.5 to 1.3-1.75 GB/s busbw.
+  constexpr std::size_t kMaxChunks = 8;
   const std::size_t max_segment_bytes = split(a.count, n, 0).count * esize;
-  const std::size_t k = std::max<std::size_t>(1, (max_segment_bytes + chunk_bytes - 1) / chunk_bytes);
+  const std::size_t k =
+      std::clamp<std::size_t>((max_segment_bytes + chunk_bytes - 1) / chunk_bytes, 1, kMaxChunks);
   auto chunk = [&](std::size_t segment, std::size_t c) {
     const Range s = split(a.count, n, segment % n);
     const Range r = split(s.count, k, c);
