@@ -53,10 +53,17 @@ class Runtime(_core.Runtime):
     comes from the RINGMEND_* variables. One Runtime per process: MPI cannot
     start twice. close() (or the end of a `with` block, or the interpreter's
     exit) shuts it down, bounded in time even after failures.
+
+    state={"model": array, ...} registers writable arrays (numpy, or any
+    object with a writable buffer) on the world before a spare starts to
+    wait: a spare admitted in a lost member's place receives them in place
+    before its Runtime returns (the C++ StateBuffer). Every process passes
+    the same names and sizes; a spare whose array has another size gets a
+    ringmend.Error (INVALID_ARGUMENT) once admitted.
     """
 
-    def __init__(self, **options):
-        super().__init__(options)
+    def __init__(self, state=None, **options):
+        super().__init__(options, state if state is not None else {})
         self._world = None
         _open_runtimes.add(self)
 

@@ -318,10 +318,14 @@ class PyCommunicator {
 // process: MPI cannot start again).
 class PyRuntime {
  public:
-  explicit PyRuntime(const py::dict& options) {
+  // `state` maps names to writable arrays registered on the world before a
+  // spare starts to wait (StateBuffer): a spare admitted in a lost member's
+  // place receives them in place before its Runtime returns.
+  PyRuntime(const py::dict& options, const py::dict& state) {
     Options o = to_options(options);
+    std::vector<StateBuffer> buffers = to_state(state);
     py::gil_scoped_release nogil;  // start-up waits on the other ranks
-    runtime_ = std::make_unique<Runtime>(nullptr, nullptr, std::move(o));
+    runtime_ = std::make_unique<Runtime>(nullptr, nullptr, std::move(o), std::move(buffers));
   }
 
   Runtime& get() {
@@ -386,7 +390,23 @@ class PyRuntime {
     return o;
   }
 
+  std::vector<StateBuffer> to_state(const py::dict& state) {
+    std::vector<StateBuffer> buffers;
+    for (const auto& [key, array] : state) {
+      if (!py::isinstance<py::str>(key))
+        throw Error(Errc::InvalidArgument, "Runtime: state names must be strings");
+      const std::string name = key.cast<std::string>();
+      const BufferView b = describe(array, true);
+      if (!b.problem.empty())
+        throw Error(Errc::InvalidArgument, "Runtime: state '" + name + "': " + b.problem);
+      buffers.push_back({name, b.address, b.bytes});
+      state_arrays_.push_back(py::reinterpret_borrow<py::object>(array));  // outlives the registration
+    }
+    return buffers;
+  }
+
   std::unique_ptr<Runtime> runtime_;
+  std::vector<py::object> state_arrays_;
 };
 
 PyCommunicator::PyCommunicator(Communicator& comm, py::object runtime)
@@ -523,7 +543,8 @@ PYBIND11_MODULE(_core, m) {
       .def("unregister_state", &PyCommunicator::unregister_state, py::arg("name"));
 
   py::class_<PyRuntime>(m, "Runtime")
-      .def(py::init<const py::dict&>(), py::arg("options") = py::dict())
+      .def(py::init<const py::dict&, const py::dict&>(), py::arg("options") = py::dict(),
+           py::arg("state") = py::dict())
       .def("_make_world",
            [](py::object self) {
              auto& r = self.cast<PyRuntime&>();
