@@ -1,6 +1,6 @@
 // What moving data between two cores costs on this machine, the three ways
-// a shared-memory allreduce could move it (bench/README.md, "Why the
-// shared-memory path copies through a segment"):
+// a shared-memory allreduce could move it (bench/README.md, "Why 1-8 MiB
+// stay under 80 % of the bound on one node"):
 //
 //   local        memcpy between two buffers of one process on one core
 //   shm          a process on another core has just rewritten a buffer in
@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
     std::printf(
         "# ringmend_core_to_core: reader on CPU %d, writer on CPU %d; GB/s of the reader's copy, "
         "median [min-max] of %d rounds\n%-12s%26s%26s%26s\n",
-        o.cpus[1], o.cpus[0], o.rounds, "# Size", "local", "shm", "cma");
+        o.cpus[1], o.cpus[0], o.rounds, "# Size", kModeNames[kLocal], kModeNames[kShm], kModeNames[kCma]);
   std::uint64_t turn = 0;
   for (std::size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 2) {
     Summary result[kModes];

@@ -40,6 +40,18 @@ def test_options_are_checked_before_mpi_starts():
     with pytest.raises(ringmend.Error) as e:
         ringmend.Runtime(timeout="soon")
     assert e.value.code == ringmend.Errc.INVALID_ARGUMENT and "timeout" in str(e.value)
+    # State given to the Runtime is checked before MPI starts too.
+    with pytest.raises(ringmend.Error) as e:
+        ringmend.Runtime(state={"model": [1.0, 2.0]})
+    assert e.value.code == ringmend.Errc.INVALID_ARGUMENT and "state 'model'" in str(e.value)
+    frozen = np.zeros(4)
+    frozen.flags.writeable = False
+    with pytest.raises(ringmend.Error) as e:
+        ringmend.Runtime(state={"model": frozen})
+    assert e.value.code == ringmend.Errc.INVALID_ARGUMENT and "state 'model'" in str(e.value)
+    with pytest.raises(ringmend.Error) as e:
+        ringmend.Runtime(state={1: np.zeros(4)})
+    assert e.value.code == ringmend.Errc.INVALID_ARGUMENT and "names must be strings" in str(e.value)
 
 
 def test_world(runtime, world):
