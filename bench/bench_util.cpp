@@ -46,6 +46,33 @@ std::optional<int> parse_int(std::string_view text, long lo, long hi) {
   return static_cast<int>(x);
 }
 
+std::optional<ringmend::DataType> parse_type(std::string_view name) {
+  using ringmend::DataType;
+  constexpr std::pair<std::string_view, DataType> kNames[] = {
+      {"float", DataType::Float32}, {"double", DataType::Float64}, {"int", DataType::Int32},
+      {"long", DataType::Int64},    {"half", DataType::Float16},   {"bfloat16", DataType::BFloat16}};
+  for (const auto& [text, type] : kNames)
+    if (name == text) return type;
+  return std::nullopt;
+}
+
+MPI_Datatype mpi_type_of(ringmend::DataType t) {
+  switch (t) {
+    case ringmend::DataType::Float32:
+      return MPI_FLOAT;
+    case ringmend::DataType::Float64:
+      return MPI_DOUBLE;
+    case ringmend::DataType::Int32:
+      return MPI_INT32_T;
+    case ringmend::DataType::Int64:
+      return MPI_INT64_T;
+    case ringmend::DataType::Float16:
+    case ringmend::DataType::BFloat16:
+      break;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
 bool parse_size_range(std::string_view text, std::size_t& min_bytes, std::size_t& max_bytes) {
   const auto colon = text.find(':');
   if (colon == std::string_view::npos) {

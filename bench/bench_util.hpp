@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ringmend/core/types.hpp"
+
 namespace ringmend::bench {
 
 // "4096", "64K", "4M", "1G" (powers of 1024). Empty optional on bad input.
@@ -22,6 +24,12 @@ bool parse_size_range(std::string_view text, std::size_t& min_bytes, std::size_t
 
 // A whole decimal number in [lo, hi]; nullopt for anything else.
 std::optional<int> parse_int(std::string_view text, long lo, long hi);
+
+// -T's type names: float, double, int, long, half, bfloat16.
+std::optional<ringmend::DataType> parse_type(std::string_view name);
+// The MPI datatype of `t`; MPI_DATATYPE_NULL for float16 and bfloat16
+// (MPI has no 16-bit float type).
+MPI_Datatype mpi_type_of(ringmend::DataType t);
 
 // Latency statistics as OSU reports them (valid on rank 0): avg is the mean
 // over ranks of each rank's mean time, min/max the extremes over ranks.

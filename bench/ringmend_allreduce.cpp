@@ -48,13 +48,14 @@ struct Options {
 };
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "ringmend_allreduce: %s\n"
-               "usage: ringmend_allreduce [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f] [-c]\n"
-               "                          [-T float|double|int|long|half|bfloat16] [--impl ringmend|mpi|both]\n"
-               "                          [--bound | --no-bound] [--bound-stat best|median]\n"
-               "                          [--json FILE]\n",
-               why.c_str());
+  std::fprintf(
+      stderr,
+      "ringmend_allreduce: %s\n"
+      "usage: ringmend_allreduce [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f] [-c]\n"
+      "                          [-T float|double|int|long|half|bfloat16] [--impl ringmend|mpi|both]\n"
+      "                          [--bound | --no-bound] [--bound-stat best|median]\n"
+      "                          [--json FILE]\n",
+      why.c_str());
   std::exit(2);
 }
 
@@ -84,20 +85,9 @@ Options parse(int argc, char** argv) {
       o.validate = true;
     } else if (a == "-T") {
       const std::string t = next();
-      if (t == "float")
-        o.type = ringmend::DataType::Float32;
-      else if (t == "double")
-        o.type = ringmend::DataType::Float64;
-      else if (t == "int")
-        o.type = ringmend::DataType::Int32;
-      else if (t == "long")
-        o.type = ringmend::DataType::Int64;
-      else if (t == "half")
-        o.type = ringmend::DataType::Float16;
-      else if (t == "bfloat16")
-        o.type = ringmend::DataType::BFloat16;
-      else
-        usage("unknown type '" + t + "'");
+      const auto type = rb::parse_type(t);
+      if (!type) usage("unknown type '" + t + "'");
+      o.type = *type;
     } else if (a == "--impl") {
       o.impl = next();
       if (o.impl != "ringmend" && o.impl != "mpi" && o.impl != "both")
@@ -126,23 +116,6 @@ Options parse(int argc, char** argv) {
   if (ringmend::size_of(o.type) == 2 && o.impl != "ringmend")
     usage("MPI has no 16-bit float type: -T half and -T bfloat16 need --impl ringmend");
   return o;
-}
-
-MPI_Datatype mpi_type(ringmend::DataType t) {
-  switch (t) {
-    case ringmend::DataType::Float32:
-      return MPI_FLOAT;
-    case ringmend::DataType::Float64:
-      return MPI_DOUBLE;
-    case ringmend::DataType::Int32:
-      return MPI_INT32_T;
-    case ringmend::DataType::Int64:
-      return MPI_INT64_T;
-    case ringmend::DataType::Float16:
-    case ringmend::DataType::BFloat16:
-      break;  // MPI has no 16-bit float type
-  }
-  return MPI_DATATYPE_NULL;
 }
 
 using rb::Stats;
@@ -347,7 +320,7 @@ int run(int argc, char** argv) {
                   [&] { comm.allreduce(in.data(), out.data(), count, o.type, ringmend::ReduceOp::Sum); });
     if (run_m)
       m = time_it(o, bytes, MPI_COMM_WORLD, [&] {
-        MPI_Allreduce(in.data(), out.data(), static_cast<int>(count), mpi_type(o.type), MPI_SUM,
+        MPI_Allreduce(in.data(), out.data(), static_cast<int>(count), rb::mpi_type_of(o.type), MPI_SUM,
                       MPI_COMM_WORLD);
       });
     std::optional<long> wrong;

@@ -68,6 +68,9 @@ class Algorithm {
   // Only for algorithms of large messages, where that wait costs less than
   // the copy.
   virtual bool finishes_together(const Layout&, const Channels&) const { return false; }
+  // Whether it reads a staged input (AllreduceArgs::staging) part by part,
+  // waiting for each, so that copying the input in overlaps its messages.
+  virtual bool reads_staged_input() const { return false; }
   virtual void run(const Call& call, const Channels& channels, const Layout& layout, const Tuning& tuning,
                    transport::WaitContext& ctx) const = 0;
 };

@@ -20,6 +20,7 @@ void ring_allreduce_impl(Channel& ch, const std::vector<int>& ring, const Allred
   const std::size_t esize = size_of(a.type);
   ctx.on_phase(Phase::Start, 0);
   if (n == 1) {
+    wait_input(a, 0, a.bytes());
     std::memcpy(a.output, a.input, a.bytes());
     retain_part(a, 0, a.bytes());
     return;
@@ -66,8 +67,25 @@ void ring_allreduce_impl(Channel& ch, const std::vector<int>& ring, const Allred
     }
   };
 
+  // A staged input is copied in the order the ring reads it: its own
+  // segment first, then the segment reduced at each step.
+  auto segment_bytes = [&](std::size_t segment) {
+    const Range s = split(a.count, n, segment % n);
+    return Range{s.offset * esize, s.count * esize};
+  };
+  if (a.staging) {
+    a.staging->prefetch(segment_bytes(pos.p).offset, segment_bytes(pos.p).count);
+    for (std::size_t s = 0; s + 1 < n; ++s)
+      a.staging->prefetch(segment_bytes(pos.recv_segment(s)).offset,
+                          segment_bytes(pos.recv_segment(s)).count);
+  }
+
   ctx.on_phase(Phase::ReduceScatter, 0);
-  for (std::size_t c = 0; c < k; ++c) post_send(in, chunk(pos.p, c));
+  for (std::size_t c = 0; c < k; ++c) {
+    const Range r = chunk(pos.p, c);
+    wait_input(a, r.offset * esize, r.count * esize);
+    post_send(in, r);
+  }
 
   // Receives are posted a window ahead; each lands in its final place in
   // `out` (segments are disjoint, so no staging buffer is needed).
@@ -100,7 +118,10 @@ void ring_allreduce_impl(Channel& ch, const std::vector<int>& ring, const Allred
                      " bytes instead of " + std::to_string(r.count * esize) + " (state " +
                      std::to_string(int(st)) + "): counts differ across ranks");
     if (posted < blocks) post_recv();
-    if (s < n - 1) reduce(out + r.offset * esize, in + r.offset * esize, r.count, a.type, a.op);
+    if (s < n - 1) {
+      wait_input(a, r.offset * esize, r.count * esize);
+      reduce(out + r.offset * esize, in + r.offset * esize, r.count, a.type, a.op);
+    }
     if (s + 1 < steps) post_send(out, r);
     // From the last reduce-scatter step on, what arrives is final.
     if (s >= n - 2) retain_part(a, r.offset * esize, r.count * esize);

@@ -27,6 +27,7 @@ class RingAllreduce final : public Algorithm {
     return kind == CollectiveKind::Allreduce;
   }
   std::vector<int> peers(const Layout& layout, int rank) const override;
+  bool reads_staged_input() const override { return true; }
   void run(const Call& call, const Channels& channels, const Layout& layout, const Tuning& tuning,
            transport::WaitContext& ctx) const override;
 };

@@ -149,6 +149,9 @@ void pipelined(ShmNode& node, Channel* inter, const Layout& h, const AllreduceAr
     stage.resize(depth * stage_bytes);
   }
   std::vector<const void*> srcs(static_cast<std::size_t>(n));
+  // A staged input (a GPU buffer) is read chunk by chunk, in order: its
+  // copy to the host is started whole and waited for chunk by chunk.
+  if (a.staging) a.staging->prefetch(0, a.bytes());
 
   std::size_t next_in = 0, next_reduce = 0, next_out = 0;
   std::uint64_t next_across = 0;  // pieces whose trip across the nodes is over
@@ -200,6 +203,7 @@ void pipelined(ShmNode& node, Channel* inter, const Layout& h, const AllreduceAr
       const std::uint64_t g = g0 + next_in;
       if (g < depth || node.all_at_least(&ShmRankControl::copied, g - depth + 1)) {
         const Range c = chunk_of(next_in);
+        wait_input(a, c.offset * esize, c.count * esize);  // (my own slice is read from here too)
         // The peers need my input except the slice I reduce myself.
         const Range mine = owner ? slice_of(next_in, me) : Range{c.count, 0};
         std::memcpy(chunk(me, g), in + c.offset * esize, mine.offset * esize);

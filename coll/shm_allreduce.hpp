@@ -76,6 +76,7 @@ class ShmPipelinedAllreduce final : public Algorithm {
   // On one node, where every local process is watched (the final wait
   // tells a dead peer from a slow one without MPI).
   bool finishes_together(const Layout& layout, const Channels& channels) const override;
+  bool reads_staged_input() const override { return true; }
   void run(const Call& call, const Channels& channels, const Layout& layout, const Tuning& tuning,
            transport::WaitContext& ctx) const override;
 };

@@ -125,6 +125,7 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
 
 Communicator::Impl::~Impl() {
   stop_queue();  // its calls use everything below
+  gpu_.reset();  // NCCL aborted before the channels and MPI go
   epoch_.reset();
   attempt_.reset();
   retired_.clear();
@@ -184,17 +185,24 @@ std::string Communicator::Impl::validate(const CollectiveCall& c) const {
     const std::size_t b = c.bytes();
     if (c.count > 0 && in != out && in < out + b && out < in + b)
       return at + "input and output overlap without being the same buffer (use the in-place call)";
+    if (!c.placement_error.empty()) return at + c.placement_error;
   } else {
     if (c.root < 0 || c.root >= view_.size)
       return at + "root " + std::to_string(c.root) + " is not a rank of this communicator (size " +
              std::to_string(view_.size) + ")";
     if (c.count > 0 && c.output == nullptr)
       return at + "null buffer with " + std::to_string(c.count) + " bytes";
+    if (c.count > 0 && is_gpu_pointer(c.output))
+      return at + "the buffer is GPU memory; broadcast takes host memory (GPU buffers: allreduce)";
   }
   return {};
 }
 
 void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq) {
+  if (c.gpu) {  // its buffers are on a GPU: device_call.cpp runs it, through here again
+    execute_device(c, call_seq);
+    return;
+  }
   const std::size_t bytes = c.bytes();
   const membership::Epoch& e = *epoch_;
   const coll::Algorithm& algorithm = coll::select(c.kind, bytes, e.layout, tuning());
@@ -202,6 +210,9 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
   call.kind = c.kind;
   if (c.kind == coll::CollectiveKind::Allreduce) {
     call.allreduce = {c.input, c.output, c.count, c.type, c.op, call_seq};
+    call.allreduce.staging = c.staging;
+    // An algorithm that does not read a staged input part by part gets it whole.
+    if (c.staging && !algorithm.reads_staged_input()) c.staging->wait_input(0, bytes);
   }
   // Out of place, where the call can finish together (on one node, see
   // coll/shm_allreduce.hpp), the result goes straight to the caller and
@@ -254,6 +265,9 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
 }
 
 CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
+  if (call.kind == coll::CollectiveKind::Allreduce && !call.gpu && call.placement_error.empty() &&
+      call.memory != MemoryKind::Host && !left)
+    if (auto on_device = run_on_device(call)) return *on_device;
   if (left)
     throw Error(Errc::Released, "this process was released from the job (release() at collective #" +
                                     std::to_string(seq) + ") and takes part in no collective");
@@ -314,7 +328,10 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
         // Another survivor finished this collective before the failure: take
         // its result, which contains every original contribution.
         catch_up(call_seq, states, call.bytes());
-        std::memcpy(call.output, scratch_[call_seq % 2].data(), call.bytes());
+        if (call.gpu)
+          device_result_from(call, scratch_[call_seq % 2].data());
+        else
+          std::memcpy(call.output, scratch_[call_seq % 2].data(), call.bytes());
         retained_seq_[call_seq % 2] = call_seq;
         retained_bytes_[call_seq % 2] = call.bytes();
         result.contributors = size_at_start;
@@ -488,7 +505,9 @@ void Communicator::Impl::broadcast_bytes(void* buffer, std::size_t bytes, int ro
 }
 
 void Communicator::Impl::broadcast_retained(std::uint64_t seq_of_result, int root, std::size_t bytes) {
-  broadcast_bytes(scratch_for(seq_of_result, bytes).data(), bytes, root, seq_of_result);
+  auto& retained = scratch_for(seq_of_result, bytes);
+  if (epoch_->rank == root) device_retained_to_host(seq_of_result, retained.data(), bytes);
+  broadcast_bytes(retained.data(), bytes, root, seq_of_result);
 }
 
 void Communicator::Impl::catch_up(std::uint64_t behind_seq, const std::vector<membership::MemberInfo>& infos,
@@ -513,6 +532,8 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
   RecoveryOutcome out;
   double shrink_seconds = 0, rebuild_seconds = 0;
   int attempts = 0;
+  // NCCL has no failure detector: its kernels spin until stopped here.
+  stop_device_collectives();
   if (epoch_ && !attempt_) attempt_members_ = epoch_->members;
   // Where the members were, to name the nodes of the lost ones.
   std::vector<membership::MemberId> old_members;
@@ -704,6 +725,23 @@ CollectiveResult Communicator::allreduce(const void* input, void* output, std::s
 
 CollectiveResult Communicator::allreduce(void* inout, std::size_t count, DataType type, ReduceOp op) {
   return allreduce(inout, inout, count, type, op);
+}
+
+CollectiveResult Communicator::allreduce(const void* input, void* output, std::size_t count, DataType type,
+                                         ReduceOp op, const Placement& where) {
+  return impl_->serially([&] {
+    return guarded([&] {
+      CollectiveCall call{coll::CollectiveKind::Allreduce, input, output, count, type, op, -1};
+      call.memory = where.memory;
+      call.cuda_stream = where.cuda_stream;
+      return impl_->run(call);
+    });
+  });
+}
+
+CollectiveResult Communicator::allreduce(void* inout, std::size_t count, DataType type, ReduceOp op,
+                                         const Placement& where) {
+  return allreduce(inout, inout, count, type, op, where);
 }
 
 CollectiveResult Communicator::broadcast(void* buffer, std::size_t bytes, int root) {

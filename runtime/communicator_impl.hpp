@@ -32,15 +32,40 @@ namespace ringmend {
 
 // One collective call, as the runtime sees it.
 struct CollectiveCall {
-  coll::CollectiveKind kind;
-  const void* input;  // allreduce input, or broadcast buffer on the root
-  void* output;       // where the result goes
-  std::size_t count;  // elements (allreduce) or bytes (broadcast)
+  CollectiveCall() = default;
+  CollectiveCall(coll::CollectiveKind k, const void* in, void* out, std::size_t n, DataType t, ReduceOp o,
+                 int r)
+      : kind(k), input(in), output(out), count(n), type(t), op(o), root(r) {}
+  coll::CollectiveKind kind = coll::CollectiveKind::Allreduce;
+  const void* input = nullptr;  // allreduce input, or broadcast buffer on the root
+  void* output = nullptr;       // where the result goes
+  std::size_t count = 0;        // elements (allreduce) or bytes (broadcast)
   DataType type = DataType::Int32;
   ReduceOp op = ReduceOp::Sum;
   int root = -1;
+  // Allreduce: where the buffers are (runtime/device_call.cpp).
+  MemoryKind memory = MemoryKind::Auto;
+  void* cuda_stream = nullptr;
+  // Set while a GPU call runs: its GPU side; the host machinery below
+  // (run, execute, catch-up) hands its buffers over to it.
+  struct DeviceRun* gpu = nullptr;
+  // Set on the host copy of a GPU call's buffers.
+  coll::Staging* staging = nullptr;
+  // A GPU call's arguments that cannot be run (reported on every rank).
+  std::string placement_error;
   std::size_t bytes() const;
 };
+
+// The GPU side of a communicator (runtime/device_call.cpp).
+namespace gpu {
+class Event;
+}
+struct DeviceContext;
+struct DeviceContextDeleter {
+  void operator()(DeviceContext* p) const;
+};
+// Whether `p` is GPU memory (false when built without CUDA or no GPU).
+bool is_gpu_pointer(const void* p);
 
 // Thrown out of a spare's start when the job no longer needs it: the job
 // ended (status 0), or every member is gone (non-zero). The Runtime ends
@@ -145,6 +170,24 @@ struct Communicator::Impl final : transport::WaitContext {
   // number its headers carry.
   void broadcast_bytes(void* buffer, std::size_t bytes, int root, std::uint64_t wire_seq);
   void update_view();  // the view alone (the first epoch)
+  // GPU buffers (device_call.cpp; a stub when built without CUDA).
+  // A call whose buffers are on a GPU, run; nullopt for host buffers.
+  std::optional<CollectiveResult> run_on_device(const CollectiveCall& call);
+  // One attempt of it in the current epoch (from execute()).
+  void execute_device(const CollectiveCall& c, std::uint64_t call_seq);
+  bool decide_nccl();  // whether this epoch's GPU calls use NCCL inside the node (and its communicator)
+  void execute_nccl(const CollectiveCall& c, std::uint64_t call_seq);
+  // Waits for NCCL's work up to `event`, watching NCCL's errors and ours.
+  void wait_nccl(const gpu::Event& event);
+  bool shrink_mode() const;  // RINGMEND_NCCL_SHRINK, and an NCCL that can
+  // The result of a GPU call that another survivor finished (catch-up).
+  void device_result_from(const CollectiveCall& c, const void* host);
+  // Before a recovery: NCCL's work stopped (aborted, or revoked to be shrunk).
+  void stop_device_collectives();
+  // The retained result of call `seq`, if it is on the GPU, copied into the
+  // host buffer the catch-up sends from.
+  void device_retained_to_host(std::uint64_t seq, void* host, std::size_t bytes);
+  std::unique_ptr<DeviceContext, DeviceContextDeleter> gpu_;
   // Announces pending_ and returns it.
   MembershipChange announce_pending();
   [[noreturn]] void fail_in_step(const std::vector<membership::MemberInfo>& states, std::uint64_t call_seq,

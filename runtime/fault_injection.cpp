@@ -49,10 +49,14 @@ FaultPhase to_phase(const std::string& rule, const std::string& v) {
   if (v == "attach") return FaultPhase::Attach;
   if (v == "admit") return FaultPhase::Admit;
   if (v == "spare") return FaultPhase::Spare;
+  if (v == "gpu_copy_in") return FaultPhase::GpuCopyIn;
+  if (v == "nccl_reduce_scatter") return FaultPhase::NcclReduceScatter;
+  if (v == "nccl_allgather") return FaultPhase::NcclAllgather;
+  if (v == "gpu_copy_out") return FaultPhase::GpuCopyOut;
   bad(rule,
       "unknown phase '" + v +
           "' (start, reduce_scatter, allgather, broadcast, end, recovery, rebuild, wireup, attach, admit, "
-          "spare)");
+          "spare, gpu_copy_in, nccl_reduce_scatter, nccl_allgather, gpu_copy_out)");
 }
 
 int to_signal(const std::string& rule, const std::string& v) {

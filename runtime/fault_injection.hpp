@@ -17,6 +17,12 @@
 //                      agreed, before the new epoch is built; step = the attempt)
 //          spare      (a spare, each time it starts waiting to be admitted;
 //                      step = the pool rounds it has taken part in)
+//          gpu_copy_in          (a GPU allreduce through host memory: its
+//                                input's copy to the host queued)
+//          nccl_reduce_scatter  (NCCL's reduce-scatter inside the node queued)
+//          nccl_allgather       (NCCL's allgather inside the node queued)
+//          gpu_copy_out         (the result complete in host memory, before
+//                                its copy back to the GPU)
 //   step   ring step within the phase (default 0 = on entering the phase)
 //   epoch  only in this membership epoch (default: any)
 //   signal how it dies: KILL (default), SEGV, ABRT, BUS or TERM (the first
@@ -47,7 +53,11 @@ enum class FaultPhase {
   Wireup,
   Attach,
   Admit,
-  Spare
+  Spare,
+  GpuCopyIn,
+  NcclReduceScatter,
+  NcclAllgather,
+  GpuCopyOut
 };
 
 struct FaultRule {

@@ -361,6 +361,8 @@ class PyRuntime {
          }},
         {"shm", [&](const py::handle& v) { o.shm = flag(v); }},
         {"shm_tune", [&](const py::handle& v) { o.shm_tune = flag(v); }},
+        {"nccl", [&](const py::handle& v) { o.nccl = flag(v); }},
+        {"nccl_shrink", [&](const py::handle& v) { o.nccl_shrink = flag(v); }},
         {"shm_buffer_bytes", [&](const py::handle& v) { o.shm_buffer_bytes = size(v); }},
         {"shm_chunk_bytes", [&](const py::handle& v) { o.shm_chunk_bytes = size(v); }},
         {"shm_depth", [&](const py::handle& v) { o.shm_depth = size(v); }},

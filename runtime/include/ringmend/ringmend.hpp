@@ -66,6 +66,23 @@ struct MembershipChange {
   int attempts = 1;             // shrinks needed (more when ranks die during recovery)
 };
 
+// Where an allreduce's buffers live (docs/gpu.md).
+enum class MemoryKind : std::uint8_t {
+  Auto = 0,  // asked of CUDA per call (cudaPointerGetAttributes): GPU memory or host memory
+  Host = 1,  // host memory: no CUDA call at all
+  Cuda = 2,  // device memory of one GPU (an error on every rank if not)
+};
+struct Placement {
+  MemoryKind memory = MemoryKind::Auto;
+  // A cudaStream_t. With one, the call reads its input after the work
+  // queued on this stream before the call, and work queued on it after
+  // the call sees the result (the call itself returns once the
+  // collective is complete everywhere, its last copy to the GPU queued).
+  // Without one (null), input follows the work on the default stream and
+  // the result is in place when the call returns.
+  void* cuda_stream = nullptr;
+};
+
 // A non-blocking call in flight (Communicator::iallreduce and friends).
 // Copies refer to the same call. The buffers of the call must stay valid
 // and untouched until it has completed.
@@ -107,6 +124,19 @@ class Communicator {
   // Out of place (input and output must not overlap) and in place.
   CollectiveResult allreduce(const void* input, void* output, std::size_t count, DataType type, ReduceOp op);
   CollectiveResult allreduce(void* inout, std::size_t count, DataType type, ReduceOp op);
+
+  // Buffers on a GPU, or placed explicitly: both in host memory or both on
+  // one GPU (the same for every call of this process). A GPU's allreduce
+  // runs NCCL inside the node where every local rank has a GPU of its own,
+  // and crosses nodes through pinned host memory (docs/gpu.md).
+  CollectiveResult allreduce(const void* input, void* output, std::size_t count, DataType type, ReduceOp op,
+                             const Placement& where);
+  CollectiveResult allreduce(void* inout, std::size_t count, DataType type, ReduceOp op,
+                             const Placement& where);
+  // Whether this build of ringmend takes GPU buffers (CUDA and NCCL found
+  // when it was built), and whether this process can use a GPU now.
+  static bool cuda_built();
+  static bool cuda_usable();
 
   template <class T>
   CollectiveResult allreduce(std::span<T> inout, ReduceOp op) {

@@ -59,6 +59,10 @@ struct Settings {
   // of n ranks has n(n-1) of them (4 x 64 KiB: ~14 MiB for 8 ranks).
   std::size_t shm_p2p_slot_bytes = 64 * KiB;  // RINGMEND_SHM_P2P_SLOT_BYTES: slot of a point-to-point ring
   std::size_t shm_p2p_slots = 4;              // RINGMEND_SHM_P2P_SLOTS: slots per point-to-point ring
+  // GPU buffers (docs/gpu.md)
+  bool nccl = true;  // RINGMEND_NCCL=0: never NCCL; GPU buffers always go through host memory
+  bool nccl_shrink =
+      false;  // RINGMEND_NCCL_SHRINK=1: after a failure, ncclCommShrink instead of a new communicator
   // Diagnostics
   LogLevel log_level = LogLevel::Info;  // RINGMEND_LOG: error | warn | info | debug (core/log.hpp)
   bool verbose = false;                 // RINGMEND_VERBOSE=1: log level debug (when RINGMEND_LOG is unset)
@@ -77,6 +81,7 @@ struct Options {
   std::optional<bool> shm;
   std::optional<std::size_t> shm_buffer_bytes, shm_chunk_bytes, shm_depth, shm_p2p_slot_bytes, shm_p2p_slots;
   std::optional<bool> shm_tune;
+  std::optional<bool> nccl, nccl_shrink;
   std::optional<LogLevel> log_level;
   std::optional<bool> verbose, debug_topo;
   std::optional<std::string> fault_spec, fault_record;

@@ -1,0 +1,91 @@
+// The CUDA runtime, as the rest of ringmend uses it: one check that turns a
+// CUDA error into a ringmend::Error, and an owner for every handle.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <utility>
+
+namespace ringmend::gpu {
+
+// Throws Error(Internal) naming `what` and CUDA's message unless rc is success.
+void check(cudaError_t rc, const char* what);
+
+// Whether this process can use a GPU: a driver and at least one device.
+// Asked of CUDA once; false on machines without either.
+bool cuda_usable();
+
+// The device that holds `p`: its ordinal for device memory, -1 for host
+// memory (pageable, pinned or managed: the CPU can read all three) and
+// whenever no GPU is usable.
+int device_of(const void* p);
+
+// Makes `device` current for this thread, and the previous one again at the
+// end of the scope.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+// Owners of one handle each; movable, not copyable.
+class Stream {
+ public:
+  Stream();  // non-blocking: it does not wait for the legacy default stream
+  ~Stream();
+  Stream(Stream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  Stream& operator=(Stream&& o) noexcept {
+    std::swap(s_, o.s_);
+    return *this;
+  }
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+class Event {
+ public:
+  Event();  // without timing: cheaper to record and query
+  ~Event();
+  Event(Event&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+  Event& operator=(Event&& o) noexcept {
+    std::swap(e_, o.e_);
+    return *this;
+  }
+  cudaEvent_t get() const { return e_; }
+  void record(cudaStream_t s);
+  bool done() const;  // cudaEventQuery; throws on an error of the work it follows
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+// Memory that GPU copies go to and from, grown on demand, never shrunk:
+// page-locked host memory (cudaHostAlloc) or device memory of the current
+// device (cudaMalloc).
+class Buffer {
+ public:
+  enum class Kind { Pinned, Device };
+  explicit Buffer(Kind kind) : kind_(kind) {}
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void reserve(std::size_t bytes);  // contents are lost when it grows
+  std::byte* data() const { return p_; }
+  std::size_t size() const { return size_; }
+
+ private:
+  void release();
+  Kind kind_;
+  std::byte* p_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace ringmend::gpu

@@ -1,0 +1,258 @@
+// GPU buffers through ringmend, checked against a host reference on every
+// rank: every type and operation, 0 B to 256 MiB, odd sizes, in place and
+// out of place, with and without a stream. With RINGMEND_FAULT a member is
+// killed inside a call; every survivor checks every call's result over the
+// members whose inputs it holds (docs/gpu.md).
+//
+//   gpu_allreduce --probe                       exit 0 if a GPU is usable, 77 (skip) if not
+//   gpu_allreduce [--max-bytes N] [--calls N]   correctness sweep, then N calls of 1 MiB + 3 floats
+//   gpu_allreduce --fault-calls N --count C     N calls of C float32/int32 (the fault tests)
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ringmend/ringmend.hpp"
+
+namespace {
+
+using ringmend::DataType;
+using ringmend::ReduceOp;
+
+void cuda(cudaError_t rc, const char* what) {
+  if (rc != cudaSuccess) {
+    std::fprintf(stderr, "CUDA %s: %s\n", what, cudaGetErrorString(rc));
+    std::exit(3);
+  }
+}
+
+// Rank-independent inputs, by member id, exact in every type for the
+// reductions below with up to 8 members.
+double input_value(int member, std::size_t i, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return static_cast<double>((member + 1) * static_cast<int>(i % 7 + 1));
+    case ReduceOp::Prod:
+      return (i + static_cast<std::size_t>(member)) % 3 == 0 ? 2.0 : 1.0;
+    case ReduceOp::Min:
+    case ReduceOp::Max:
+      return static_cast<double>(static_cast<int>((static_cast<std::size_t>(member) * 31 + i) % 97) - 48);
+  }
+  return 0;
+}
+
+double reduce_values(const std::vector<int>& members, std::size_t i, ReduceOp op) {
+  double acc = input_value(members[0], i, op);
+  for (std::size_t k = 1; k < members.size(); ++k) {
+    const double v = input_value(members[k], i, op);
+    switch (op) {
+      case ReduceOp::Sum:
+        acc += v;
+        break;
+      case ReduceOp::Prod:
+        acc *= v;
+        break;
+      case ReduceOp::Min:
+        acc = std::min(acc, v);
+        break;
+      case ReduceOp::Max:
+        acc = std::max(acc, v);
+        break;
+    }
+  }
+  return acc;
+}
+
+void store(void* base, std::size_t i, DataType t, double v) {
+  switch (t) {
+    case DataType::Float32:
+      static_cast<float*>(base)[i] = static_cast<float>(v);
+      break;
+    case DataType::Float64:
+      static_cast<double*>(base)[i] = v;
+      break;
+    case DataType::Int32:
+      static_cast<std::int32_t*>(base)[i] = static_cast<std::int32_t>(v);
+      break;
+    case DataType::Int64:
+      static_cast<std::int64_t*>(base)[i] = static_cast<std::int64_t>(v);
+      break;
+    case DataType::Float16:
+      static_cast<ringmend::float16*>(base)[i] = ringmend::to_float16(static_cast<float>(v));
+      break;
+    case DataType::BFloat16:
+      static_cast<ringmend::bfloat16*>(base)[i] = ringmend::to_bfloat16(static_cast<float>(v));
+      break;
+  }
+}
+
+double load(const void* base, std::size_t i, DataType t) {
+  switch (t) {
+    case DataType::Float32:
+      return static_cast<const float*>(base)[i];
+    case DataType::Float64:
+      return static_cast<const double*>(base)[i];
+    case DataType::Int32:
+      return static_cast<const std::int32_t*>(base)[i];
+    case DataType::Int64:
+      return static_cast<double>(static_cast<const std::int64_t*>(base)[i]);
+    case DataType::Float16:
+      return ringmend::to_float(static_cast<const ringmend::float16*>(base)[i]);
+    case DataType::BFloat16:
+      return ringmend::to_float(static_cast<const ringmend::bfloat16*>(base)[i]);
+  }
+  return 0;
+}
+
+struct Checker {
+  explicit Checker(ringmend::Communicator& c) : comm(c) {}
+  ringmend::Communicator& comm;
+  int failures = 0;
+  std::vector<std::byte> host;
+  void* d_in = nullptr;
+  void* d_out = nullptr;
+  std::size_t capacity = 0;
+  cudaStream_t stream = nullptr;
+
+  void reserve(std::size_t bytes) {
+    if (bytes <= capacity) return;
+    if (d_in) cuda(cudaFree(d_in), "cudaFree");
+    if (d_out) cuda(cudaFree(d_out), "cudaFree");
+    cuda(cudaMalloc(&d_in, bytes), "cudaMalloc");
+    cuda(cudaMalloc(&d_out, bytes), "cudaMalloc");
+    capacity = bytes;
+    host.resize(bytes);
+  }
+
+  // One call; false (and a line) when any element differs from the host
+  // reduction over the members whose inputs the result holds.
+  bool call(std::size_t count, DataType t, ReduceOp op, bool in_place, bool with_stream, const char* what) {
+    const std::size_t bytes = count * ringmend::size_of(t);
+    reserve(std::max<std::size_t>(bytes, 1));
+    const std::vector<int> before = comm.member_ids();
+    const int me = comm.member_id();
+    for (std::size_t i = 0; i < count; ++i) store(host.data(), i, t, input_value(me, i, op));
+    cuda(cudaMemcpy(d_in, host.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    if (!in_place) cuda(cudaMemset(d_out, 0xff, bytes), "cudaMemset");
+    // cudaMemcpy from pageable memory may return before its last piece
+    // lands, and cudaMemset is queued on the default stream: neither is
+    // ordered with the non-blocking stream the call may be given.
+    cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    ringmend::Placement where;
+    where.memory = ringmend::MemoryKind::Cuda;
+    where.cuda_stream = with_stream ? stream : nullptr;
+    void* out = in_place ? d_in : d_out;
+    const ringmend::CollectiveResult r = comm.allreduce(d_in, out, count, t, op, where);
+    if (with_stream) cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    std::fill(host.begin(), host.end(), std::byte{0x5a});
+    cuda(cudaMemcpy(host.data(), out, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    // The result holds every member's input of before the call when a
+    // survivor had finished it; else those of the members after it.
+    const std::vector<int> members =
+        r.contributors == static_cast<int>(before.size()) ? before : comm.member_ids();
+    for (std::size_t i = 0; i < count; ++i) {
+      const double want = reduce_values(members, i, op), got = load(host.data(), i, t);
+      if (want != got) {
+        std::printf("rank %d: %s %s/%s count %zu %s%s: element %zu is %g, expected %g (%zu members)\n",
+                    comm.rank(), what, std::string(ringmend::name_of(t)).c_str(),
+                    std::string(ringmend::name_of(op)).c_str(), count, in_place ? "in place" : "out of place",
+                    with_stream ? " on a stream" : "", i, got, want, members.size());
+        ++failures;
+        return false;
+      }
+    }
+    if (r.recovered)
+      std::printf("rank %d: call #%llu recovered: lost %zu, now %d ranks, %d contributors\n", comm.rank(),
+                  static_cast<unsigned long long>(comm.collectives_called()), r.lost.size(), comm.size(),
+                  r.contributors);
+    return true;
+  }
+};
+
+std::size_t arg_size(int argc, char** argv, const char* name, std::size_t fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return std::strtoull(argv[i + 1], nullptr, 10);
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--probe") == 0) {
+    int n = 0;
+    const cudaError_t rc = cudaGetDeviceCount(&n);
+    if (rc != cudaSuccess || n == 0) {
+      std::printf("no GPU usable here (%s)\n", rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices");
+      return 77;
+    }
+    if (!ringmend::Communicator::cuda_built()) {
+      std::printf("ringmend was built without CUDA\n");
+      return 77;
+    }
+    return 0;
+  }
+  try {
+    ringmend::Runtime rt(&argc, &argv);
+    auto& comm = rt.world();
+    int devices = 0;
+    cuda(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    cuda(cudaSetDevice((local ? std::atoi(local) : 0) % devices), "cudaSetDevice");
+    Checker check(comm);
+    cuda(cudaStreamCreateWithFlags(&check.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+
+    const std::size_t fault_calls = arg_size(argc, argv, "--fault-calls", 0);
+    if (fault_calls > 0) {
+      const std::size_t count = arg_size(argc, argv, "--count", (1 << 20) + 3);
+      for (std::size_t c = 0; c < fault_calls; ++c) {
+        const DataType t = c % 2 ? DataType::Int32 : DataType::Float32;
+        check.call(count, t, ReduceOp::Sum, c % 3 == 0, c % 2 == 0, "fault run");
+      }
+    } else {
+      const std::size_t max_bytes = arg_size(argc, argv, "--max-bytes", 256u << 20);
+      // Every type and operation at odd sizes up to 1 MiB + a few elements.
+      const std::size_t counts[] = {0, 1, 3, 17, 1023, 4097, 65537, (1u << 18) + 5};
+      for (DataType t : {DataType::Float32, DataType::Float64, DataType::Int32, DataType::Int64,
+                         DataType::Float16, DataType::BFloat16})
+        for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max})
+          for (std::size_t count : counts) {
+            const bool odd = (count & 1) != 0;
+            check.call(count, t, op, odd, !odd, "sweep");
+          }
+      // Large messages, float32 sum, up to max_bytes (+ an odd tail).
+      for (std::size_t bytes = 4u << 20; bytes <= max_bytes; bytes *= 4) {
+        check.call(bytes / 4 - 1, DataType::Float32, ReduceOp::Sum, false, true, "large");
+        check.call(bytes / 4, DataType::Float32, ReduceOp::Sum, true, false, "large");
+      }
+      // A host buffer marked as GPU memory is an error on every rank.
+      std::vector<float> host_buffer(16, 1.0f);
+      ringmend::Placement wrong;
+      wrong.memory = ringmend::MemoryKind::Cuda;
+      try {
+        comm.allreduce(host_buffer.data(), host_buffer.size(), DataType::Float32, ReduceOp::Sum, wrong);
+        std::printf("rank %d: a host buffer passed as GPU memory was accepted\n", comm.rank());
+        ++check.failures;
+      } catch (const ringmend::Error& e) {
+        if (e.code() != ringmend::Errc::InvalidArgument) {
+          std::printf("rank %d: wrong error for a host buffer as GPU memory: %s\n", comm.rank(), e.what());
+          ++check.failures;
+        }
+      }
+    }
+    // The job goes on after: one more call over everyone left.
+    check.call(4099, DataType::Float32, ReduceOp::Sum, false, false, "last");
+    if (check.failures == 0)
+      std::printf("rank %d: TEST PASSED (%d ranks at the end)\n", comm.rank(), comm.size());
+    cudaStreamDestroy(check.stream);
+    cudaFree(check.d_in);
+    cudaFree(check.d_out);
+    return check.failures == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::printf("error: %s\n", e.what());
+    return 1;
+  }
+}
