@@ -7,7 +7,10 @@
 //   gpu_allreduce --probe                       exit 0 if a GPU is usable, 77 (skip) if not
 //   gpu_allreduce [--max-bytes N] [--calls N]   correctness sweep, then N calls of 1 MiB + 3 floats
 //   gpu_allreduce --fault-calls N --count C     N calls of C float32/int32 (the fault tests)
+//                 [--sleep-ms MS] [--pid-dir DIR]  a pause after each call; each rank writes
+//                                                  DIR/rankR.pid once started (kill_random_gpu.sh)
 #include <cuda_runtime_api.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -130,7 +133,13 @@ struct Checker {
 
   // One call; false (and a line) when any element differs from the host
   // reduction over the members whose inputs the result holds.
-  bool call(std::size_t count, DataType t, ReduceOp op, bool in_place, bool with_stream, const char* what) {
+  // How the call is made: an explicit placement (MemoryKind::Cuda, with or
+  // without a stream), MemoryKind::Auto (recognised by CUDA), or
+  // non-blocking (iallreduce, recognised likewise).
+  enum class How { Cuda, CudaStream, Auto, NonBlocking };
+
+  bool call(std::size_t count, DataType t, ReduceOp op, bool in_place, How how, const char* what) {
+    const bool with_stream = how == How::CudaStream;
     const std::size_t bytes = count * ringmend::size_of(t);
     reserve(std::max<std::size_t>(bytes, 1));
     const std::vector<int> before = comm.member_ids();
@@ -143,10 +152,12 @@ struct Checker {
     // ordered with the non-blocking stream the call may be given.
     cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     ringmend::Placement where;
-    where.memory = ringmend::MemoryKind::Cuda;
+    where.memory = how == How::Auto ? ringmend::MemoryKind::Auto : ringmend::MemoryKind::Cuda;
     where.cuda_stream = with_stream ? stream : nullptr;
     void* out = in_place ? d_in : d_out;
-    const ringmend::CollectiveResult r = comm.allreduce(d_in, out, count, t, op, where);
+    const ringmend::CollectiveResult r = how == How::NonBlocking
+                                             ? comm.iallreduce(d_in, out, count, t, op).wait()
+                                             : comm.allreduce(d_in, out, count, t, op, where);
     if (with_stream) cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     std::fill(host.begin(), host.end(), std::byte{0x5a});
     cuda(cudaMemcpy(host.data(), out, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
@@ -157,10 +168,11 @@ struct Checker {
     for (std::size_t i = 0; i < count; ++i) {
       const double want = reduce_values(members, i, op), got = load(host.data(), i, t);
       if (want != got) {
+        static const char* const kHow[] = {"", " on a stream", " (auto)", " (non-blocking)"};
         std::printf("rank %d: %s %s/%s count %zu %s%s: element %zu is %g, expected %g (%zu members)\n",
                     comm.rank(), what, std::string(ringmend::name_of(t)).c_str(),
                     std::string(ringmend::name_of(op)).c_str(), count, in_place ? "in place" : "out of place",
-                    with_stream ? " on a stream" : "", i, got, want, members.size());
+                    kHow[static_cast<int>(how)], i, got, want, members.size());
         ++failures;
         return false;
       }
@@ -172,6 +184,12 @@ struct Checker {
     return true;
   }
 };
+
+const char* arg_text(int argc, char** argv, const char* name) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
+  return nullptr;
+}
 
 std::size_t arg_size(int argc, char** argv, const char* name, std::size_t fallback) {
   for (int i = 1; i + 1 < argc; ++i)
@@ -202,31 +220,41 @@ int main(int argc, char** argv) {
     cuda(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     cuda(cudaSetDevice((local ? std::atoi(local) : 0) % devices), "cudaSetDevice");
+    if (const char* dir = arg_text(argc, argv, "--pid-dir")) {
+      const std::string file = std::string(dir) + "/rank" + std::to_string(comm.member_id()) + ".pid";
+      if (FILE* f = std::fopen(file.c_str(), "w")) {
+        std::fprintf(f, "%d\n", static_cast<int>(getpid()));
+        std::fclose(f);
+      }
+    }
     Checker check(comm);
     cuda(cudaStreamCreateWithFlags(&check.stream, cudaStreamNonBlocking), "cudaStreamCreate");
 
     const std::size_t fault_calls = arg_size(argc, argv, "--fault-calls", 0);
     if (fault_calls > 0) {
       const std::size_t count = arg_size(argc, argv, "--count", (1 << 20) + 3);
+      const std::size_t sleep_ms = arg_size(argc, argv, "--sleep-ms", 0);
       for (std::size_t c = 0; c < fault_calls; ++c) {
         const DataType t = c % 2 ? DataType::Int32 : DataType::Float32;
-        check.call(count, t, ReduceOp::Sum, c % 3 == 0, c % 2 == 0, "fault run");
+        check.call(count, t, ReduceOp::Sum, c % 3 == 0, static_cast<Checker::How>(c % 4), "fault run");
+        if (sleep_ms) usleep(static_cast<useconds_t>(sleep_ms * 1000));
       }
     } else {
       const std::size_t max_bytes = arg_size(argc, argv, "--max-bytes", 256u << 20);
-      // Every type and operation at odd sizes up to 1 MiB + a few elements.
+      // Every type and operation at odd sizes up to 1 MiB + a few elements,
+      // in place or not, each of the four ways of calling in turn.
       const std::size_t counts[] = {0, 1, 3, 17, 1023, 4097, 65537, (1u << 18) + 5};
+      int k = 0;
       for (DataType t : {DataType::Float32, DataType::Float64, DataType::Int32, DataType::Int64,
                          DataType::Float16, DataType::BFloat16})
         for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max})
           for (std::size_t count : counts) {
-            const bool odd = (count & 1) != 0;
-            check.call(count, t, op, odd, !odd, "sweep");
+            check.call(count, t, op, (count & 1) != 0, static_cast<Checker::How>(k++ % 4), "sweep");
           }
       // Large messages, float32 sum, up to max_bytes (+ an odd tail).
       for (std::size_t bytes = 4u << 20; bytes <= max_bytes; bytes *= 4) {
-        check.call(bytes / 4 - 1, DataType::Float32, ReduceOp::Sum, false, true, "large");
-        check.call(bytes / 4, DataType::Float32, ReduceOp::Sum, true, false, "large");
+        check.call(bytes / 4 - 1, DataType::Float32, ReduceOp::Sum, false, Checker::How::CudaStream, "large");
+        check.call(bytes / 4, DataType::Float32, ReduceOp::Sum, true, Checker::How::NonBlocking, "large");
       }
       // A host buffer marked as GPU memory is an error on every rank.
       std::vector<float> host_buffer(16, 1.0f);
@@ -244,7 +272,7 @@ int main(int argc, char** argv) {
       }
     }
     // The job goes on after: one more call over everyone left.
-    check.call(4099, DataType::Float32, ReduceOp::Sum, false, false, "last");
+    check.call(4099, DataType::Float32, ReduceOp::Sum, false, Checker::How::Cuda, "last");
     if (check.failures == 0)
       std::printf("rank %d: TEST PASSED (%d ranks at the end)\n", comm.rank(), comm.size());
     cudaStreamDestroy(check.stream);
