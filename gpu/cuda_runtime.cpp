@@ -1,5 +1,7 @@
 #include "gpu/cuda_runtime.hpp"
 
+#include <dlfcn.h>
+
 #include <mutex>
 #include <string>
 
@@ -34,6 +36,28 @@ int device_of(const void* p) {
     return -1;
   }
   return a.type == cudaMemoryTypeDevice ? a.device : -1;
+}
+
+std::string gpu_in_use_pci_bus_id() {
+  // The driver API's entry points, looked up in a libcuda already loaded
+  // (RTLD_NOLOAD): int-returning C functions (CUresult 0 is success).
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!driver) return {};
+  using GetCurrent = int (*)(void**);
+  using GetDevice = int (*)(int*);
+  using GetBusId = int (*)(char*, int, int);
+  const auto get_current = reinterpret_cast<GetCurrent>(dlsym(driver, "cuCtxGetCurrent"));
+  const auto get_device = reinterpret_cast<GetDevice>(dlsym(driver, "cuCtxGetDevice"));
+  const auto get_bus_id = reinterpret_cast<GetBusId>(dlsym(driver, "cuDeviceGetPCIBusId"));
+  std::string out;
+  void* context = nullptr;
+  int device = -1;
+  char bus[32] = {};
+  if (get_current && get_device && get_bus_id && get_current(&context) == 0 && context &&
+      get_device(&device) == 0 && get_bus_id(bus, sizeof bus, device) == 0)
+    out = bus;
+  dlclose(driver);  // drops the reference taken above; the program's stays
+  return out;
 }
 
 DeviceGuard::DeviceGuard(int device) {

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <string>
 #include <utility>
 
 namespace ringmend::gpu {
@@ -20,6 +21,12 @@ bool cuda_usable();
 // memory (pageable, pinned or managed: the CPU can read all three) and
 // whenever no GPU is usable.
 int device_of(const void* p);
+
+// The PCI bus id ("0000:65:00.0") of the GPU whose CUDA context is current
+// on this thread, when the program has made one before; empty otherwise.
+// Asks the driver only if the program has loaded it: a program that has not
+// touched a GPU does not pay for CUDA's initialisation here.
+std::string gpu_in_use_pci_bus_id();
 
 // Makes `device` current for this thread, and the previous one again at the
 // end of the scope.

@@ -66,6 +66,9 @@ struct DeviceContextDeleter {
 };
 // Whether `p` is GPU memory (false when built without CUDA or no GPU).
 bool is_gpu_pointer(const void* p);
+// The PCI bus id of the GPU the program already works on (a CUDA context
+// current on this thread), or empty (gpu/cuda_runtime.hpp).
+std::string gpu_in_use();
 
 // Thrown out of a spare's start when the job no longer needs it: the job
 // ended (status 0), or every member is gone (non-zero). The Runtime ends

@@ -80,6 +80,7 @@ struct DeviceRun {
 void DeviceContextDeleter::operator()(DeviceContext* p) const { delete p; }
 
 bool is_gpu_pointer(const void* p) { return gpu::device_of(p) >= 0; }
+std::string gpu_in_use() { return gpu::gpu_in_use_pci_bus_id(); }
 
 bool Communicator::cuda_built() { return true; }
 bool Communicator::cuda_usable() { return gpu::cuda_usable(); }

@@ -9,6 +9,7 @@ struct DeviceContext {};
 void DeviceContextDeleter::operator()(DeviceContext* p) const { delete p; }
 
 bool is_gpu_pointer(const void*) { return false; }
+std::string gpu_in_use() { return {}; }
 bool Communicator::cuda_built() { return false; }
 bool Communicator::cuda_usable() { return false; }
 

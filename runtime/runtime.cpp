@@ -218,8 +218,15 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
       !alone.empty())
     log(LogLevel::Warn, alone);
   // Where this process runs (read once: loading hwloc's topology takes
-  // milliseconds), and the NIC nearest to it for UCX when there are several.
-  const topo::Self self = topo::inspect_self();
+  // milliseconds), and the NIC nearest to it for UCX when there are several:
+  // nearest the GPU the program already works on, if any, so that each
+  // local rank's rail leaves through its GPU's NIC.
+  const std::string gpu = gpu_in_use();
+  const topo::Self self = topo::inspect_self(gpu);
+  if (!gpu.empty())
+    log(LogLevel::Debug,
+        "GPU " + gpu + " in use; UCX network device: " +
+            (self.ucx_net_device.empty() ? "UCX's choice (fewer than two NICs)" : self.ucx_net_device));
   transport::set_ucx_environment_defaults();  // before UCX reads its configuration
   impl_->ucx = std::make_unique<transport::UcxContext>(self.ucx_net_device);
   impl_->world.reset(new Communicator(std::make_unique<Communicator::Impl>(

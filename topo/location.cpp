@@ -53,7 +53,7 @@ Location locate(hwloc_topology_t topo, hwloc_const_cpuset_t binding) noexcept {
   return where;
 }
 
-Self inspect_self() noexcept {
+Self inspect_self(const std::string& gpu_pci_bus_id) noexcept {
   try {
     std::string error;
     const Topology topo =
@@ -67,7 +67,10 @@ Self inspect_self() noexcept {
     if (!bound && hwloc_get_last_cpu_location(topo.get(), binding.get(), 0) != 0) return {};
     Self self;
     self.where = locate(topo.get(), binding.get());
-    self.ucx_net_device = ucx_net_device(topo.get(), binding.get());
+    // A GPU's data leaves through the NIC nearest the GPU (rails follow
+    // GPU-NIC locality); without one, nearest the CPUs.
+    if (!gpu_pci_bus_id.empty()) self.ucx_net_device = ucx_net_device_near_pci(topo.get(), gpu_pci_bus_id);
+    if (self.ucx_net_device.empty()) self.ucx_net_device = ucx_net_device(topo.get(), binding.get());
     return self;
   } catch (...) {
     return {};
@@ -91,6 +94,14 @@ std::string ucx_net_device(hwloc_topology_t topo, hwloc_const_cpuset_t binding) 
   } catch (...) {
     return {};
   }
+}
+
+std::string ucx_net_device_near_pci(hwloc_topology_t topo, const std::string& pci_bus_id) noexcept {
+  if (!topo || pci_bus_id.empty()) return {};
+  hwloc_obj_t device = hwloc_get_pcidev_by_busidstring(topo, pci_bus_id.c_str());
+  if (!device) return {};
+  hwloc_obj_t attached = hwloc_get_non_io_ancestor_obj(topo, device);
+  return attached ? ucx_net_device(topo, attached->cpuset) : std::string();
 }
 
 std::string describe(const Location& where) {

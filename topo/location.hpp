@@ -44,14 +44,21 @@ struct Self {
   Location where;
   // The UCX network device of the nearest NIC ("mlx5_0:1", "eth1") when the
   // machine has more than one NIC; empty when there is nothing to choose
-  // (UCX's own choice stands).
+  // (UCX's own choice stands). Nearest to the process's GPU when it names
+  // one, else to its CPU binding.
   std::string ucx_net_device;
 };
-Self inspect_self() noexcept;
+// `gpu_pci_bus_id`: the PCI bus id of the GPU this process works on
+// ("0000:65:00.0"), or empty.
+Self inspect_self(const std::string& gpu_pci_bus_id = {}) noexcept;
 
 // The UCX device name of the NIC nearest to `binding` when `topo` has more
 // than one NIC, else empty. Never throws.
 std::string ucx_net_device(hwloc_topology_t topo, hwloc_const_cpuset_t binding) noexcept;
+// The same for the NIC nearest to the PCI device `pci_bus_id` (a GPU): the
+// one attached nearest to where the device is attached (its first non-I/O
+// ancestor). Empty also when the bus id is unknown to `topo`.
+std::string ucx_net_device_near_pci(hwloc_topology_t topo, const std::string& pci_bus_id) noexcept;
 
 // One line: "pkg 0 numa 1 l3 1 core 5 gpu cuda0 nic mlx5_0"; unknown indexes
 // print as "?", missing devices are left out.

@@ -7,6 +7,7 @@
 //   gpu_allreduce --probe                       exit 0 if a GPU is usable, 77 (skip) if not
 //   gpu_allreduce [--max-bytes N] [--calls N]   correctness sweep, then N calls of 1 MiB + 3 floats
 //   gpu_allreduce --fault-calls N --count C     N calls of C float32/int32 (the fault tests)
+//   [--cuda-first]  the GPU made current before the Runtime starts
 //                 [--sleep-ms MS] [--pid-dir DIR]  a pause after each call; each rank writes
 //                                                  DIR/rankR.pid once started (kill_random_gpu.sh)
 #include <cuda_runtime_api.h>
@@ -185,6 +186,12 @@ struct Checker {
   }
 };
 
+bool arg_flag(int argc, char** argv, const char* name) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return true;
+  return false;
+}
+
 const char* arg_text(int argc, char** argv, const char* name) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
@@ -214,6 +221,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
+    // --cuda-first: the program works on its GPU before ringmend starts (a
+    // current context), as most training programs do; else only after.
+    if (arg_flag(argc, argv, "--cuda-first")) {
+      int n = 0;
+      cuda(cudaGetDeviceCount(&n), "cudaGetDeviceCount");
+      const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+      cuda(cudaSetDevice((local ? std::atoi(local) : 0) % n), "cudaSetDevice");
+      cuda(cudaFree(nullptr), "cudaFree");  // makes the context
+    }
     ringmend::Runtime rt(&argc, &argv);
     auto& comm = rt.world();
     int devices = 0;

@@ -193,3 +193,16 @@ TEST(Location, UcxNetDeviceIsTheNearestNicWhenThereAreSeveral) {
   EXPECT_EQ(ucx_net_device(synthetic.get(), cpuset_of(synthetic.get(), HWLOC_OBJ_CORE, 0)), "");
   EXPECT_EQ(ucx_net_device(nullptr, nullptr), "");
 }
+
+TEST(Location, UcxNetDeviceFollowsTheGpu) {
+  // cuda0 (0000:01:00.0) hangs off package 0 and mlx5_0 too; cuda1
+  // (0000:81:00.0) and mlx5_1 off package 1: the GPU's NIC, wherever the
+  // process's CPUs are.
+  const Topology topo = load(TopologySource::Xml, kXml);
+  ASSERT_TRUE(topo);
+  EXPECT_EQ(ucx_net_device_near_pci(topo.get(), "0000:01:00.0"), "mlx5_0:1");
+  EXPECT_EQ(ucx_net_device_near_pci(topo.get(), "0000:81:00.0"), "mlx5_1:1");
+  EXPECT_EQ(ucx_net_device_near_pci(topo.get(), "0000:ee:00.0"), "");  // not in this machine
+  EXPECT_EQ(ucx_net_device_near_pci(topo.get(), ""), "");
+  EXPECT_EQ(ucx_net_device_near_pci(nullptr, "0000:01:00.0"), "");
+}
