@@ -202,6 +202,9 @@ Settings Options::resolve() const {
   flags.take(s.nccl, nccl, "nccl", "RINGMEND_NCCL", parse_bool, any_bool, "a boolean");
   flags.take(s.nccl_shrink, nccl_shrink, "nccl_shrink", "RINGMEND_NCCL_SHRINK", parse_bool, any_bool,
              "a boolean");
+  sizes.take(s.test_ranks_per_node, test_ranks_per_node, "test_ranks_per_node",
+             "RINGMEND_TEST_RANKS_PER_NODE", parse_count, size_between(0, 1 << 20),
+             "a number of ranks per node, 0 for the real nodes");
   flags.take(s.verbose, verbose, "verbose", "RINGMEND_VERBOSE", parse_bool, any_bool, "a boolean");
   // RINGMEND_VERBOSE=1 is the older spelling of debug; a level given wins.
   if (s.verbose) s.log_level = LogLevel::Debug;

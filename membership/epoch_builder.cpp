@@ -170,7 +170,13 @@ int node_key_after_shrink(const Epoch& from, const std::vector<MemberId>& lost, 
 // costs agreements on a context id among all ranks: only a first epoch and
 // a Grow pay it, and neither when the processes know their node's host
 // (a job with spares: SparePool::host).
-bool node_key_from_ranks(Epoch& e, MemberInfo& mine) {
+// `ranks_per_node` > 0 (a test setting): groups of that many ranks instead.
+bool node_key_from_ranks(Epoch& e, MemberInfo& mine, std::size_t ranks_per_node) {
+  if (ranks_per_node > 0) {
+    const int k = static_cast<int>(ranks_per_node);
+    mine.node_key = e.rank / k * k;
+    return true;
+  }
   MPI_Comm comm = e.ctrl.get();
   MPI_Comm node = MPI_COMM_NULL;
   if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, e.rank, MPI_INFO_NULL, &node) != MPI_SUCCESS)
@@ -210,7 +216,7 @@ bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool s
     mine.node_key = node_key_after_shrink(*from, *lost, e.size);
     if (mine.node_key < 0)
       throw std::logic_error("epoch builder: a Shrink's survivors are not the previous epoch less the lost");
-  } else if (host_ < 0 && !node_key_from_ranks(e, mine)) {
+  } else if (host_ < 0 && !node_key_from_ranks(e, mine, settings_.test_ranks_per_node)) {
     return false;
   }
   e.infos.assign(static_cast<std::size_t>(e.size), MemberInfo{});

@@ -223,6 +223,7 @@ void Communicator::Impl::execute_device(const CollectiveCall& c, std::uint64_t c
     g.staging.begin(d.input, d.output, c.bytes(), d.caller);
     d.staging_whole = true;
   }
+  g.staging.set_context(this);  // (finish() of an earlier attempt drops it)
   g.staging.begin_attempt();
   CollectiveCall h = c;
   h.gpu = nullptr;
@@ -368,6 +369,7 @@ void Communicator::Impl::execute_nccl(const CollectiveCall& c, std::uint64_t cal
     g.reduced.record(s);
     wait_nccl(g.reduced);
     g.staging.begin(slice, slice, per * esize, s);
+    g.staging.set_context(this);
     d.staging_whole = false;
     g.staging.begin_attempt();
     coll::AllreduceArgs a{g.staging.host_input(), g.staging.host_output(), per, c.type, c.op, call_seq};

@@ -363,6 +363,7 @@ class PyRuntime {
         {"shm_tune", [&](const py::handle& v) { o.shm_tune = flag(v); }},
         {"nccl", [&](const py::handle& v) { o.nccl = flag(v); }},
         {"nccl_shrink", [&](const py::handle& v) { o.nccl_shrink = flag(v); }},
+        {"test_ranks_per_node", [&](const py::handle& v) { o.test_ranks_per_node = size(v); }},
         {"shm_buffer_bytes", [&](const py::handle& v) { o.shm_buffer_bytes = size(v); }},
         {"shm_chunk_bytes", [&](const py::handle& v) { o.shm_chunk_bytes = size(v); }},
         {"shm_depth", [&](const py::handle& v) { o.shm_depth = size(v); }},

@@ -63,6 +63,10 @@ struct Settings {
   bool nccl = true;  // RINGMEND_NCCL=0: never NCCL; GPU buffers always go through host memory
   bool nccl_shrink =
       false;  // RINGMEND_NCCL_SHRINK=1: after a failure, ncclCommShrink instead of a new communicator
+  // Tests on one machine: ranks grouped k by k (in rank order) as if each
+  // group were a node of its own, with shared memory inside a group and
+  // UCX between groups (jobs without spares; a job with spares groups by host).
+  std::size_t test_ranks_per_node = 0;  // RINGMEND_TEST_RANKS_PER_NODE: 0 = the real nodes
   // Diagnostics
   LogLevel log_level = LogLevel::Info;  // RINGMEND_LOG: error | warn | info | debug (core/log.hpp)
   bool verbose = false;                 // RINGMEND_VERBOSE=1: log level debug (when RINGMEND_LOG is unset)
@@ -82,6 +86,7 @@ struct Options {
   std::optional<std::size_t> shm_buffer_bytes, shm_chunk_bytes, shm_depth, shm_p2p_slot_bytes, shm_p2p_slots;
   std::optional<bool> shm_tune;
   std::optional<bool> nccl, nccl_shrink;
+  std::optional<std::size_t> test_ranks_per_node;
   std::optional<LogLevel> log_level;
   std::optional<bool> verbose, debug_topo;
   std::optional<std::string> fault_spec, fault_record;
