@@ -102,6 +102,7 @@ void one_shot(ShmNode& node, Channel* inter, const Layout& h, const AllreduceArg
     AllreduceArgs across = a;
     across.input = a.output;
     across.retain = nullptr;
+    across.staging = nullptr;  // the result is handed over below, whole
     recursive_doubling_allreduce(*inter, h.leaders, across, ctx, AlgorithmId::ShmOneShot);
     std::memcpy(node.result_slot(0, call), a.output, bytes);
     node.control(0).result.publish(call);

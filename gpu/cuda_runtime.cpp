@@ -1,7 +1,10 @@
 #include "gpu/cuda_runtime.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
 
+#include <atomic>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -28,8 +31,35 @@ bool cuda_usable() {
   return usable;
 }
 
+bool driver_loaded() {
+  static std::atomic<bool> loaded{false};
+  static std::atomic<unsigned long long> libraries_seen{~0ull};
+  if (loaded.load(std::memory_order_relaxed)) return true;
+  // The loader counts the libraries it has loaded: read it (the first
+  // entry of the list is enough), and look for libcuda only when it moved.
+  unsigned long long adds = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        *static_cast<unsigned long long*>(out) = info->dlpi_adds;
+        return 1;
+      },
+      &adds);
+  if (adds == libraries_seen.exchange(adds, std::memory_order_relaxed)) return false;
+  bool found = false;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        const char* slash = info->dlpi_name ? std::strrchr(info->dlpi_name, '/') : nullptr;
+        const char* name = slash ? slash + 1 : info->dlpi_name;
+        if (name && std::strncmp(name, "libcuda.so", 10) == 0) *static_cast<bool*>(out) = true;
+        return *static_cast<bool*>(out) ? 1 : 0;
+      },
+      &found);
+  if (found) loaded.store(true, std::memory_order_relaxed);
+  return found;
+}
+
 int device_of(const void* p) {
-  if (p == nullptr || !cuda_usable()) return -1;
+  if (p == nullptr || !driver_loaded() || !cuda_usable()) return -1;
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -39,8 +69,9 @@ int device_of(const void* p) {
 }
 
 std::string gpu_in_use_pci_bus_id() {
-  // The driver API's entry points, looked up in a libcuda already loaded
-  // (RTLD_NOLOAD): int-returning C functions (CUresult 0 is success).
+  // The driver API's entry points, looked up in the libcuda the program has
+  // loaded (RTLD_NOLOAD): int-returning C functions (CUresult 0 is success).
+  if (!driver_loaded()) return {};
   void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (!driver) return {};
   using GetCurrent = int (*)(void**);

@@ -17,9 +17,16 @@ void check(cudaError_t rc, const char* what);
 // Asked of CUDA once; false on machines without either.
 bool cuda_usable();
 
+// Whether the program has loaded the CUDA driver (libcuda). Memory on a GPU
+// exists only then, so until it has, no pointer is asked of CUDA: a program
+// that never touches a GPU pays ~25 ns per call here (one step of the
+// loader's list, to see whether a library was loaded since), and never
+// CUDA's initialisation or a context on a GPU.
+bool driver_loaded();
+
 // The device that holds `p`: its ordinal for device memory, -1 for host
-// memory (pageable, pinned or managed: the CPU can read all three) and
-// whenever no GPU is usable.
+// memory (pageable, pinned or managed: the CPU can read all three), and
+// whenever the driver is not loaded or no GPU is usable.
 int device_of(const void* p);
 
 // The PCI bus id ("0000:65:00.0") of the GPU whose CUDA context is current

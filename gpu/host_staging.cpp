@@ -1,6 +1,7 @@
 #include "gpu/host_staging.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "gpu/event_wait.hpp"
 #include "ringmend/core/error.hpp"
@@ -14,12 +15,15 @@ std::size_t staging_piece_bytes(std::size_t bytes) {
 }
 
 void HostStaging::begin(const void* input, void* output, std::size_t bytes, cudaStream_t caller) {
+  // The last call's copies out read out_: with another stream (or none
+  // after one), nothing else orders them before this call writes it.
+  if (copies_out_pending_) check(cudaEventSynchronize(done_.get()), "cudaEventSynchronize");  // local copies
+  copies_out_pending_ = false;
   device_in_ = static_cast<const std::byte*>(input);
   device_out_ = static_cast<std::byte*>(output);
   bytes_ = bytes;
   finalized_ = 0;
-  in_.reserve(bytes);
-  out_.reserve(bytes);
+  wrote_output_ = false;
   piece_bytes_ = staging_piece_bytes(bytes);
   const std::size_t n = (bytes + piece_bytes_ - 1) / piece_bytes_;
   pieces_.assign(n, Piece{});
@@ -33,8 +37,24 @@ void HostStaging::begin(const void* input, void* output, std::size_t bytes, cuda
   check(cudaStreamWaitEvent(copy_out_.get(), entry_.get(), 0), "cudaStreamWaitEvent");
 }
 
+void HostStaging::reserve() {
+  in_.reserve(bytes_);
+  out_.reserve(bytes_);
+}
+
+std::byte* HostStaging::host_input() {
+  reserve();
+  return in_.data();
+}
+
+std::byte* HostStaging::host_output() {
+  reserve();
+  return out_.data();
+}
+
 void HostStaging::prefetch(std::size_t offset, std::size_t bytes) {
   if (bytes == 0) return;
+  reserve();
   const std::size_t last = first_piece(offset + bytes - 1);
   for (std::size_t i = first_piece(offset); i <= last; ++i) {
     Piece& p = pieces_[i];
@@ -70,10 +90,12 @@ void HostStaging::output_final(std::size_t offset, std::size_t bytes) {
                         copy_out_.get()),
         "cudaMemcpyAsync (host to device)");
   finalized_ += bytes;
+  wrote_output_ = true;
 }
 
 void HostStaging::complete(cudaStream_t caller, bool caller_stream_given) {
   done_.record(copy_out_.get());
+  copies_out_pending_ = caller_stream_given;
   if (caller_stream_given) {
     check(cudaStreamWaitEvent(caller, done_.get(), 0), "cudaStreamWaitEvent");
   } else {
@@ -91,15 +113,22 @@ void HostStaging::finish(cudaStream_t caller, bool caller_stream_given) {
     wait_input(0, bytes_);
     check(cudaMemcpyAsync(device_out_, out_.data(), bytes_, cudaMemcpyHostToDevice, copy_out_.get()),
           "cudaMemcpyAsync (host to device)");
+    wrote_output_ = true;
   }
   complete(caller, caller_stream_given);
 }
 
 void HostStaging::finish_from(const void* host, cudaStream_t caller, bool caller_stream_given) {
   ctx_ = nullptr;
-  wait_input(0, bytes_);
-  check(cudaMemcpyAsync(device_out_, host, bytes_, cudaMemcpyHostToDevice, copy_out_.get()),
+  // After the copies out of this call's earlier attempts (same stream), and
+  // through out_, which they may still read: wait for them first.
+  check(cudaStreamSynchronize(copy_out_.get()), "cudaStreamSynchronize");  // local copies
+  check(cudaStreamSynchronize(copy_in_.get()), "cudaStreamSynchronize");   // in place: reads of the input
+  reserve();
+  std::memcpy(out_.data(), host, bytes_);
+  check(cudaMemcpyAsync(device_out_, out_.data(), bytes_, cudaMemcpyHostToDevice, copy_out_.get()),
         "cudaMemcpyAsync (host to device)");
+  wrote_output_ = true;
   complete(caller, caller_stream_given);
 }
 

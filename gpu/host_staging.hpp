@@ -29,9 +29,15 @@ class HostStaging final : public coll::Staging {
   // pointers (equal for an in-place call), `caller` the stream whose earlier
   // work they follow (nullptr: the default stream).
   void begin(const void* input, void* output, std::size_t bytes, cudaStream_t caller);
-  std::byte* host_input() const { return in_.data(); }
-  std::byte* host_output() const { return out_.data(); }
+  // The pinned copies (allocated at first use: a call that takes another
+  // path never needs them).
+  std::byte* host_input();
+  std::byte* host_output();
   std::size_t bytes() const { return bytes_; }
+  // Whether a part of the result went to the GPU in this call (in place,
+  // the device input under it is gone: a later attempt must read the host
+  // copy, host_input(), after wait_input of the whole).
+  bool wrote_output() const { return wrote_output_; }
 
   // Waits use this context (the runtime: failures, the deadline).
   void set_context(transport::WaitContext* ctx) { ctx_ = ctx; }
@@ -47,7 +53,8 @@ class HostStaging final : public coll::Staging {
   // a stream, waits for them here).
   void finish(cudaStream_t caller, bool caller_stream_given);
   // The result came from elsewhere (a survivor that finished the call): it
-  // is `host` (pageable), copied out whole.
+  // is `host` (pageable, reusable once this returns), copied out whole
+  // after every copy out of this call's earlier attempts.
   void finish_from(const void* host, cudaStream_t caller, bool caller_stream_given);
 
  private:
@@ -56,6 +63,7 @@ class HostStaging final : public coll::Staging {
     bool issued = false, arrived = false;
   };
   void complete(cudaStream_t caller, bool caller_stream_given);
+  void reserve();
   std::size_t first_piece(std::size_t offset) const { return offset / piece_bytes_; }
 
   Stream copy_in_, copy_out_;
@@ -66,6 +74,8 @@ class HostStaging final : public coll::Staging {
   const std::byte* device_in_ = nullptr;
   std::byte* device_out_ = nullptr;
   std::size_t bytes_ = 0, piece_bytes_ = 1, finalized_ = 0;
+  bool wrote_output_ = false;
+  bool copies_out_pending_ = false;  // the last call's copies out may still read out_
   transport::WaitContext* ctx_ = nullptr;
 };
 

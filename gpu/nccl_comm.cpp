@@ -2,7 +2,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "gpu/nccl_library.hpp"
 #include "ringmend/core/error.hpp"
@@ -50,44 +52,87 @@ ncclConfig_t nonblocking_config() {
   return config;
 }
 
-// Polls the communicator's state until it leaves ncclInProgress. An error
-// of a collective is a peer's failure (transport::Interrupted: the runtime
-// recovers); an error while a communicator is made is reported as is.
-void wait_settled(ncclComm_t comm, transport::WaitContext& ctx, const char* what, bool interrupts = false) {
+// An error NCCL reports: a bug in the call (Error), or anything else, which
+// with a peer gone is what NCCL says (transport::Interrupted).
+[[noreturn]] void fail(ncclResult_t rc, const char* what) {
+  if (rc == ncclInvalidArgument || rc == ncclInvalidUsage) check_nccl(rc, what);  // throws
+  throw transport::Interrupted(std::string(what) + ": NCCL reported " +
+                               NcclLibrary::get().get_error_string(rc));
+}
+
+// Polls the communicator's state until it leaves ncclInProgress.
+void wait_settled(ncclComm_t comm, transport::WaitContext& ctx, const char* what) {
   const NcclLibrary& nccl = NcclLibrary::get();
   ncclResult_t state = ncclInProgress;
   wait_until(
       [&] {
-        check_nccl(nccl.comm_get_async_error(comm, &state), "ncclCommGetAsyncError");
+        if (const ncclResult_t rc = nccl.comm_get_async_error(comm, &state); rc != ncclSuccess)
+          fail(rc, "ncclCommGetAsyncError");
         return state != ncclInProgress;
       },
       ctx);
-  if (interrupts && state != ncclSuccess)
-    throw transport::Interrupted(std::string(what) + ": NCCL reported " + nccl.get_error_string(state));
-  check_nccl(state, what);
+  if (state != ncclSuccess) fail(state, what);
+}
+
+// The aborts running in the background. Joined by join_background_aborts();
+// any left at the program's end are let go (joining there could wait on
+// NCCL's code after its own teardown).
+struct BackgroundAborts {
+  std::mutex mutex;
+  std::vector<std::thread> threads;
+  ~BackgroundAborts() {
+    for (std::thread& t : threads)
+      if (t.joinable()) t.detach();
+  }
+};
+BackgroundAborts& background_aborts() {
+  static BackgroundAborts aborts;
+  return aborts;
 }
 
 }  // namespace
 
 NcclComm::~NcclComm() { abort(); }
 
+// A communicator being made that does not settle is aborted on its own
+// thread (an abort after a peer's death takes ~0.5 s), then the error goes on.
+static void settle_or_abort(NcclComm& c, transport::WaitContext& ctx, const char* what) {
+  try {
+    wait_settled(c.get(), ctx, what);
+  } catch (...) {
+    c.abort_in_background();
+    throw;
+  }
+}
+
+void join_background_aborts() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(background_aborts().mutex);
+    threads.swap(background_aborts().threads);
+  }
+  for (std::thread& t : threads) t.join();
+}
+
 void NcclComm::abort() {
   if (comm_) (void)NcclLibrary::get().comm_abort(std::exchange(comm_, nullptr));
 }
 
-void NcclComm::abort_in_background(int device) {
+void NcclComm::abort_in_background() {
   if (!comm_) return;
   const auto abort = NcclLibrary::get().comm_abort;  // no static state touched on the thread
-  std::thread([comm = std::exchange(comm_, nullptr), abort, device] {
+  std::thread t([comm = std::exchange(comm_, nullptr), abort, device = device_] {
     const auto start = std::chrono::steady_clock::now();
-    (void)cudaSetDevice(device);
+    if (device >= 0) (void)cudaSetDevice(device);
     (void)abort(comm);
     char text[96];
     std::snprintf(
         text, sizeof text, "NCCL communicator aborted in %.1f ms (in the background)",
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     log(LogLevel::Info, text);
-  }).detach();
+  });
+  std::lock_guard lock(background_aborts().mutex);
+  background_aborts().threads.push_back(std::move(t));
 }
 
 void NcclComm::throw_if_failed() const {
@@ -111,9 +156,12 @@ NcclComm NcclComm::make(const ncclUniqueId& id, int ranks, int rank, transport::
   const NcclLibrary& nccl = NcclLibrary::get();
   NcclComm c;
   c.ranks_ = ranks;
+  check(cudaGetDevice(&c.device_), "cudaGetDevice");
   ncclConfig_t config = nonblocking_config();
-  check_nccl(nccl.comm_init_rank_config(&c.comm_, ranks, id, rank, &config), "ncclCommInitRankConfig");
-  wait_settled(c.comm_, ctx, "ncclCommInitRankConfig");  // c aborts on a throw
+  if (const ncclResult_t rc = nccl.comm_init_rank_config(&c.comm_, ranks, id, rank, &config);
+      rc != ncclSuccess && rc != ncclInProgress)
+    fail(rc, "ncclCommInitRankConfig");
+  settle_or_abort(c, ctx, "ncclCommInitRankConfig");
   return c;
 }
 
@@ -123,17 +171,22 @@ NcclComm NcclComm::shrink(const std::vector<int>& excluded, transport::WaitConte
     throw Error(Errc::Internal, "NCCL " + std::to_string(nccl.version) + " has no ncclCommShrink (2.27+)");
   NcclComm c;
   c.ranks_ = ranks_ - static_cast<int>(excluded.size());
+  c.device_ = device_;
   ncclConfig_t config = nonblocking_config();
   std::vector<int> list = excluded;
-  check_nccl(nccl.comm_shrink(comm_, list.data(), static_cast<int>(list.size()), &c.comm_, &config,
-                              revoked_ ? NCCL_SHRINK_DEFAULT : NCCL_SHRINK_ABORT),
-             "ncclCommShrink");
-  wait_settled(c.comm_, ctx, "ncclCommShrink");
+  if (revoked_) wait_settled(comm_, ctx, "ncclCommRevoke");
+  if (const ncclResult_t rc = nccl.comm_shrink(comm_, list.data(), static_cast<int>(list.size()), &c.comm_,
+                                               &config, revoked_ ? NCCL_SHRINK_DEFAULT : NCCL_SHRINK_ABORT);
+      rc != ncclSuccess && rc != ncclInProgress)
+    fail(rc, "ncclCommShrink");
+  settle_or_abort(c, ctx, "ncclCommShrink");
   return c;
 }
 
-void NcclComm::wait_enqueued(transport::WaitContext& ctx) {
-  wait_settled(comm_, ctx, "NCCL collective", true);
+void NcclComm::wait_enqueued(transport::WaitContext& ctx) { wait_settled(comm_, ctx, "NCCL collective"); }
+
+void NcclComm::check_enqueued(ncclResult_t rc, const char* what) const {
+  if (rc != ncclSuccess && rc != ncclInProgress) fail(rc, what);
 }
 
 }  // namespace ringmend::gpu

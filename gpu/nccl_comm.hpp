@@ -7,7 +7,12 @@
 // calls abort() on every local survivor; then either every survivor shrinks
 // the aborted communicator (ncclCommShrink with NCCL_SHRINK_ABORT, the same
 // sorted list of excluded ranks everywhere) or they make a new one from a
-// fresh unique id (RINGMEND_NCCL_REBUILD, docs/gpu.md).
+// fresh unique id (RINGMEND_NCCL_SHRINK, docs/gpu.md).
+//
+// An error NCCL reports for a communicator, while it is made or while an
+// operation is queued or runs, is taken for a peer's failure
+// (transport::Interrupted: the runtime recovers), except a call NCCL calls
+// invalid (Error: a bug, not a failure).
 #pragma once
 
 #include <nccl.h>
@@ -30,10 +35,11 @@ class NcclComm {
   NcclComm() = default;
   ~NcclComm();  // aborts (see abort)
   NcclComm(NcclComm&& o) noexcept
-      : comm_(std::exchange(o.comm_, nullptr)), ranks_(o.ranks_), revoked_(o.revoked_) {}
+      : comm_(std::exchange(o.comm_, nullptr)), ranks_(o.ranks_), device_(o.device_), revoked_(o.revoked_) {}
   NcclComm& operator=(NcclComm&& o) noexcept {
     std::swap(comm_, o.comm_);
     std::swap(ranks_, o.ranks_);
+    std::swap(device_, o.device_);
     std::swap(revoked_, o.revoked_);
     return *this;
   }
@@ -62,12 +68,15 @@ class NcclComm {
   // the abort flag first (the kernels stop) but then tears down NCCL's
   // threads and connections, which took ~0.5 s after a peer's death with
   // NCCL 2.28 (docs/gpu.md); recovery need not wait for that.
-  void abort_in_background(int device);
+  // The thread is kept until join_background_aborts().
+  void abort_in_background();
   // Throws transport::Interrupted when NCCL reports an error of this
   // communicator (a peer's death ends its operations with one, often
   // before the runtime's own detector hears of it).
   void throw_if_failed() const;
 
+  // What queueing an operation returned, checked (see above).
+  void check_enqueued(ncclResult_t rc, const char* what) const;
   // Waits until the last operation queued is accepted (a non-blocking
   // communicator may answer ncclInProgress).
   void wait_enqueued(transport::WaitContext& ctx);
@@ -75,7 +84,13 @@ class NcclComm {
  private:
   ncclComm_t comm_ = nullptr;
   int ranks_ = 0;
+  int device_ = -1;  // the GPU it was made on
   bool revoked_ = false;
 };
+
+// Waits for the aborts started in the background (they run NCCL's code):
+// before the program's end (the runtime's shutdown), bounded by NCCL's
+// abort, ~0.5 s after a peer's death.
+void join_background_aborts();
 
 }  // namespace ringmend::gpu

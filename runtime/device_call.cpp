@@ -42,10 +42,23 @@ struct GpuCard {
   ncclUniqueId id{};  // the node leader's: its node's communicator
 };
 
+// One epoch's exchange before its first GPU call. Kept on the heap, and kept
+// when the exchange is cut short: MPI may still touch an abandoned request's
+// buffers until its communicator is revoked.
+struct GpuExchange {
+  GpuCard mine;
+  std::vector<GpuCard> cards;  // every rank's
+};
+
 struct DeviceContext {
+  ~DeviceContext() {
+    comm.abort();
+    gpu::join_background_aborts();  // before the program's end: they run NCCL's code
+  }
   int device = -1;
-  gpu::HostStaging staging;  // the whole buffer (staged path) or this rank's slice (NCCL path)
-  gpu::Stream stream;        // NCCL's work and the copies around it
+  gpu::HostStaging staging;        // the whole buffer: the path through host memory
+  gpu::HostStaging slice_staging;  // this rank's slice on the NCCL path across nodes
+  gpu::Stream stream;              // NCCL's work and the copies around it
   gpu::Event entry, reduced, gathered;
   gpu::Buffer work[2]{gpu::Buffer(gpu::Buffer::Kind::Device),
                       gpu::Buffer(gpu::Buffer::Kind::Device)};  // NCCL path, by call parity: the padded
@@ -57,15 +70,10 @@ struct DeviceContext {
   bool use_nccl = false;
   gpu::NcclComm comm;
   std::vector<membership::MemberId> comm_members;  // its ranks, by member id
-  std::vector<GpuCard> cards;                      // the exchange's buffer (outlives an abandoned request)
-  GpuCard mine;
-  int shrink_ok = 0, shrink_all = 0;  // the shrink agreement's buffers (likewise)
-  int nccl_interruptions = 0;         // in a row, in attempts of GPU calls
+  std::unique_ptr<GpuExchange> exchange;
+  std::vector<std::unique_ptr<GpuExchange>> abandoned;  // exchanges cut short (see GpuExchange)
+  int shrink_ok = 0, shrink_all = 0;                    // the shrink agreement's buffers (likewise kept)
 };
-
-// How often in a row an NCCL path attempt may end by an error before the
-// call fails (each attempt is in a new epoch, with a new communicator).
-constexpr int kNcclRetries = 8;
 
 // One GPU call.
 struct DeviceRun {
@@ -74,7 +82,6 @@ struct DeviceRun {
   cudaStream_t caller = nullptr;
   bool stream_given = false;
   enum class Path { None, Staged, Nccl, CaughtUp } path = Path::None;
-  bool staging_whole = true;  // the staging holds the whole buffer (the NCCL path stages a slice)
 };
 
 void DeviceContextDeleter::operator()(DeviceContext* p) const { delete p; }
@@ -175,15 +182,15 @@ std::optional<CollectiveResult> Communicator::Impl::run_on_device(const Collecti
       g.staging.finish(d.caller, d.stream_given);
       break;
     case DeviceRun::Path::Nccl:
-    case DeviceRun::Path::CaughtUp:
-      // The result was queued on our stream (copy out of the work buffer,
-      // or from the survivor's bytes); the caller follows it.
+      // The result was queued on our stream (out of the work buffer); the
+      // caller follows it.
       g.gathered.record(g.stream.get());
       if (d.stream_given)
         gpu::check(cudaStreamWaitEvent(d.caller, g.gathered.get(), 0), "cudaStreamWaitEvent");
       else
         gpu::check(cudaEventSynchronize(g.gathered.get()), "cudaEventSynchronize");  // a local copy
       break;
+    case DeviceRun::Path::CaughtUp:  // done by the staging (device_result_from)
     case DeviceRun::Path::None:
       break;
   }
@@ -195,7 +202,9 @@ void Communicator::Impl::execute_device(const CollectiveCall& c, std::uint64_t c
   DeviceRun& d = *c.gpu;
   const bool nccl = [&] {
     // The decision and the communicator belong to the epoch.
-    if (!g.decided || g.decided_epoch != epoch_->number) {
+    // (Also when a recovery that ended in an error aborted this epoch's
+    // communicator.)
+    if (!g.decided || g.decided_epoch != epoch_->number || (g.use_nccl && !g.comm)) {
       g.decided = false;
       g.use_nccl = decide_nccl();
       g.decided = true;
@@ -204,25 +213,12 @@ void Communicator::Impl::execute_device(const CollectiveCall& c, std::uint64_t c
     return g.use_nccl;
   }();
   if (nccl) {
-    // An NCCL error is taken for a peer's failure and recovered; one that
-    // comes back epoch after epoch with nobody lost is not.
-    try {
-      execute_nccl(c, call_seq);
-    } catch (const transport::Interrupted& why) {
-      if (++g.nccl_interruptions > kNcclRetries)
-        throw Error(Errc::Internal, "NCCL failed " + std::to_string(kNcclRetries + 1) +
-                                        " times in a row inside the node (last: " + why.what() + ")");
-      throw;
-    }
-    g.nccl_interruptions = 0;
+    execute_nccl(c, call_seq);
     d.path = DeviceRun::Path::Nccl;
     return;
   }
-  // Through host memory, with the epoch's host algorithm.
-  if (!d.staging_whole) {
-    g.staging.begin(d.input, d.output, c.bytes(), d.caller);
-    d.staging_whole = true;
-  }
+  // Through host memory, with the epoch's host algorithm. Every attempt of
+  // the call reads the same host copy of the input.
   g.staging.set_context(this);  // (finish() of an earlier attempt drops it)
   g.staging.begin_attempt();
   CollectiveCall h = c;
@@ -245,32 +241,38 @@ bool Communicator::Impl::decide_nccl() {
   // Every rank says whether it can run NCCL and which GPU it has; each node
   // leader brings its node's unique id. One allgather over the control
   // communicator, polled like every wait (a death cuts it short).
-  g.mine = GpuCard{};
-  g.mine.gpu_key = gpu_key(g.device);
-  g.mine.nccl_ok = gpu::NcclLibrary::available() ? 1 : 0;
+  g.exchange = std::make_unique<GpuExchange>();
+  GpuExchange& x = *g.exchange;
+  x.mine.gpu_key = gpu_key(g.device);
+  x.mine.nccl_ok = gpu::NcclLibrary::available() ? 1 : 0;
   const bool leader = !l.local_ranks.empty() && l.local_ranks.front() == e.rank;
-  if (leader && g.mine.nccl_ok)
-    gpu::check_nccl(gpu::NcclLibrary::get().get_unique_id(&g.mine.id), "ncclGetUniqueId");
-  g.cards.assign(static_cast<std::size_t>(e.size), GpuCard{});
+  if (leader && x.mine.nccl_ok)
+    gpu::check_nccl(gpu::NcclLibrary::get().get_unique_id(&x.mine.id), "ncclGetUniqueId");
+  x.cards.assign(static_cast<std::size_t>(e.size), GpuCard{});
   MPI_Request req = MPI_REQUEST_NULL;
-  wait_mpi(req,
-           MPI_Iallgather(&g.mine, sizeof(GpuCard), MPI_BYTE, g.cards.data(), sizeof(GpuCard), MPI_BYTE,
-                          e.ctrl.get(), &req),
-           "the GPU exchange", *this);
+  try {
+    wait_mpi(req,
+             MPI_Iallgather(&x.mine, sizeof(GpuCard), MPI_BYTE, x.cards.data(), sizeof(GpuCard), MPI_BYTE,
+                            e.ctrl.get(), &req),
+             "the GPU exchange", *this);
+  } catch (...) {
+    g.abandoned.push_back(std::move(g.exchange));
+    throw;
+  }
   // The same answer on every rank: NCCL everywhere, nodes alike (one slice
   // per local rank, carried on its rail), no two local ranks on one GPU.
   const std::size_t local = l.local_ranks.size();
   bool use = local >= 2 && e.plan.nodes.size() * local == static_cast<std::size_t>(e.size) &&
              (!l.multi_node() || (l.node_shm && l.rails == static_cast<int>(local)));
-  for (const GpuCard& card : g.cards) use = use && card.nccl_ok;
+  for (const GpuCard& card : x.cards) use = use && card.nccl_ok;
   for (const auto& node : e.plan.nodes)
     for (std::size_t i = 0; i < node.size() && use; ++i)
       for (std::size_t j = i + 1; j < node.size(); ++j)
-        if (g.cards[static_cast<std::size_t>(node[i])].gpu_key ==
-            g.cards[static_cast<std::size_t>(node[j])].gpu_key)
+        if (x.cards[static_cast<std::size_t>(node[i])].gpu_key ==
+            x.cards[static_cast<std::size_t>(node[j])].gpu_key)
           use = false;
   if (!use) {
-    g.comm.abort_in_background(g.device);
+    g.comm.abort_in_background();
     log("GPU calls of epoch " + std::to_string(e.number) +
         " go through host memory (no NCCL inside the node)");
     return false;
@@ -300,7 +302,7 @@ bool Communicator::Impl::decide_nccl() {
   if (shrinkable) {
     try {
       shrunk = g.comm.shrink(excluded, *this);
-    } catch (const Error& err) {
+    } catch (const std::exception& err) {  // an NCCL error (a failure is noticed by the agreement below)
       ringmend::log(LogLevel::Info, std::string("ncclCommShrink failed (") + err.what() +
                                         "); the node makes a new communicator");
     }
@@ -313,17 +315,17 @@ bool Communicator::Impl::decide_nccl() {
     wait_mpi(agree, MPI_Iallreduce(&g.shrink_ok, &g.shrink_all, 1, MPI_INT, MPI_MIN, e.ctrl.get(), &agree),
              "the NCCL shrink agreement", *this);
     if (!g.shrink_all) {
-      shrunk.abort();
+      shrunk.abort_in_background();
       shrinkable = false;
     }
   }
   if (shrinkable) {
-    g.comm.abort_in_background(g.device);
+    g.comm.abort_in_background();
     g.comm = std::move(shrunk);
     how = "shrunk (ncclCommShrink)";
   } else {
-    g.comm.abort_in_background(g.device);
-    const ncclUniqueId& id = g.cards[static_cast<std::size_t>(l.local_ranks.front())].id;
+    g.comm.abort_in_background();
+    const ncclUniqueId& id = x.cards[static_cast<std::size_t>(l.local_ranks.front())].id;
     g.comm = gpu::NcclComm::make(id, static_cast<int>(members.size()), me, *this);
     how = g.comm_members.empty() ? "made" : "made anew (ncclCommInitRank)";
   }
@@ -354,31 +356,39 @@ void Communicator::Impl::execute_nccl(const CollectiveCall& c, std::uint64_t cal
   const cudaStream_t s = g.stream.get();
 
   // After the caller's earlier work; the input is copied so that it stays
-  // intact (in place too) for a re-execution after a failure.
+  // intact (in place too) for a re-execution after a failure. In place,
+  // after an attempt through host memory that copied parts of a result out
+  // over the input, the input is the host copy that attempt made.
   g.entry.record(d.caller);
   gpu::check(cudaStreamWaitEvent(s, g.entry.get(), 0), "cudaStreamWaitEvent");
-  gpu::check(cudaMemcpyAsync(work.data(), d.input, c.bytes(), cudaMemcpyDeviceToDevice, s),
-             "cudaMemcpyAsync");
-  gpu::check_nccl(nccl.reduce_scatter(work.data(), slice, per, gpu::nccl_type(c.type), gpu::nccl_op(c.op),
-                                      g.comm.get(), s),
-                  "ncclReduceScatter");
+  if (d.input == d.output && g.staging.wrote_output()) {
+    g.staging.set_context(this);
+    g.staging.wait_input(0, c.bytes());
+    gpu::check(cudaMemcpyAsync(work.data(), g.staging.host_input(), c.bytes(), cudaMemcpyHostToDevice, s),
+               "cudaMemcpyAsync");
+  } else {
+    gpu::check(cudaMemcpyAsync(work.data(), d.input, c.bytes(), cudaMemcpyDeviceToDevice, s),
+               "cudaMemcpyAsync");
+  }
+  g.comm.check_enqueued(nccl.reduce_scatter(work.data(), slice, per, gpu::nccl_type(c.type),
+                                            gpu::nccl_op(c.op), g.comm.get(), s),
+                        "ncclReduceScatter");
   g.comm.wait_enqueued(*this);
   if (faults_.armed()) faults_.at(FaultPhase::NcclReduceScatter, current_seq_, 0, e.number);
   if (e.layout.multi_node()) {
     // The slice across nodes, on this rank's rail, through host memory.
     g.reduced.record(s);
     wait_nccl(g.reduced);
-    g.staging.begin(slice, slice, per * esize, s);
-    g.staging.set_context(this);
-    d.staging_whole = false;
-    g.staging.begin_attempt();
-    coll::AllreduceArgs a{g.staging.host_input(), g.staging.host_output(), per, c.type, c.op, call_seq};
-    a.staging = &g.staging;
+    gpu::HostStaging& rail = g.slice_staging;
+    rail.begin(slice, slice, per * esize, s);
+    rail.set_context(this);
+    coll::AllreduceArgs a{rail.host_input(), rail.host_output(), per, c.type, c.op, call_seq};
+    a.staging = &rail;
     coll::ring_allreduce(*e.channels().inter, e.layout.rail_ring, a, *this, settings_.chunk_bytes);
-    g.staging.finish(s, true);
+    rail.finish(s, true);
   }
-  gpu::check_nccl(nccl.all_gather(slice, work.data(), per, gpu::nccl_type(c.type), g.comm.get(), s),
-                  "ncclAllGather");
+  g.comm.check_enqueued(nccl.all_gather(slice, work.data(), per, gpu::nccl_type(c.type), g.comm.get(), s),
+                        "ncclAllGather");
   g.comm.wait_enqueued(*this);
   if (faults_.armed()) faults_.at(FaultPhase::NcclAllgather, current_seq_, 0, e.number);
   // The call is over on this rank only once NCCL's work is (a peer that
@@ -407,14 +417,10 @@ void Communicator::Impl::wait_nccl(const gpu::Event& event) {
 }
 
 void Communicator::Impl::device_result_from(const CollectiveCall& c, const void* host) {
-  DeviceContext& g = *gpu_;
   DeviceRun& d = *c.gpu;
-  // After the caller's earlier work (a reader of the output).
-  g.entry.record(d.caller);
-  gpu::check(cudaStreamWaitEvent(g.stream.get(), g.entry.get(), 0), "cudaStreamWaitEvent");
-  gpu::check(cudaMemcpyAsync(d.output, host, c.bytes(), cudaMemcpyHostToDevice, g.stream.get()),
-             "cudaMemcpyAsync (host to device)");
-  gpu::check(cudaStreamSynchronize(g.stream.get()), "cudaStreamSynchronize");  // `host` is reused
+  // Through the staging's copy stream: after any copy out of this call's
+  // earlier attempts through host memory, which it would otherwise race.
+  gpu_->staging.finish_from(host, d.caller, d.stream_given);
   d.path = DeviceRun::Path::CaughtUp;
 }
 
@@ -425,7 +431,7 @@ void Communicator::Impl::stop_device_collectives() {
     gpu_->comm.revoke();  // kept, to be shrunk in the next epoch
     log("NCCL communicator revoked");
   } else {
-    gpu_->comm.abort_in_background(gpu_->device);
+    gpu_->comm.abort_in_background();
     log("NCCL communicator being aborted");
   }
 }
