@@ -4,7 +4,7 @@
 //   bad_input --case=count_mismatch|type_mismatch|op_mismatch|null_buffer|
 //                    bad_type|bad_root|zero_count|overlap|bad_env|
 //                    grow_no_spares|grow_negative|release_all|release_out_of_range|
-//                    release_mismatch|release_twice|after_release
+//                    release_mismatch|release_twice|after_release|host_as_gpu
 #include <cstdio>
 
 #include "test_data.hpp"
@@ -64,6 +64,13 @@ int main(int argc, char** argv) {
     } else if (which == "overlap") {
       expected = Errc::InvalidArgument;
       comm.allreduce(in.data(), me_odd ? in.data() + 1 : out.data(), count, t, op);
+    } else if (which == "host_as_gpu") {
+      // One rank calls host memory GPU memory: without a GPU (or without
+      // CUDA built in) and with one alike, an error on every rank.
+      expected = Errc::InvalidArgument;
+      Placement where;
+      where.memory = me_odd ? MemoryKind::Cuda : MemoryKind::Auto;
+      comm.allreduce(in.data(), out.data(), count, t, op, where);
     } else if (which == "bad_root") {
       expected = Errc::InvalidArgument;
       comm.broadcast(in.data(), 64, comm.size() + 3);
