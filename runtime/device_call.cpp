@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "coll/ring_allreduce.hpp"
@@ -65,8 +66,7 @@ struct DeviceContext {
                                                                 // buffer, kept as the retained result
   std::uint64_t work_seq[2] = {0, 0};
   // The NCCL decision and communicator of one epoch.
-  bool decided = false;
-  std::uint64_t decided_epoch = 0;
+  std::optional<std::uint64_t> decided_epoch;  // the epoch use_nccl was decided for
   bool use_nccl = false;
   gpu::NcclComm comm;
   std::vector<membership::MemberId> comm_members;  // its ranks, by member id
@@ -140,7 +140,9 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 std::optional<CollectiveResult> Communicator::Impl::run_on_device(const CollectiveCall& call) {
-  const int in = gpu::device_of(call.input), out = gpu::device_of(call.output);
+  // (Asked once for an in-place call: this runs before every host call too.)
+  const int in = gpu::device_of(call.input);
+  const int out = call.output == call.input ? in : gpu::device_of(call.output);
   if (call.memory == MemoryKind::Auto && in < 0 && out < 0) return std::nullopt;  // host buffers
   CollectiveCall c = call;
   const auto refuse = [&](const std::string& why) {
@@ -204,10 +206,9 @@ void Communicator::Impl::execute_device(const CollectiveCall& c, std::uint64_t c
     // The decision and the communicator belong to the epoch.
     // (Also when a recovery that ended in an error aborted this epoch's
     // communicator.)
-    if (!g.decided || g.decided_epoch != epoch_->number || (g.use_nccl && !g.comm)) {
-      g.decided = false;
+    if (g.decided_epoch != epoch_->number || (g.use_nccl && !g.comm)) {
+      g.decided_epoch.reset();
       g.use_nccl = decide_nccl();
-      g.decided = true;
       g.decided_epoch = epoch_->number;
     }
     return g.use_nccl;

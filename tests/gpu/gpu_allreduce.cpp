@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "ringmend/ringmend.hpp"
+#include "test_data.hpp"
 
 namespace {
 
@@ -34,93 +35,15 @@ void cuda(cudaError_t rc, const char* what) {
   }
 }
 
-// Rank-independent inputs, by member id, exact in every type for the
-// reductions below with up to 8 members.
-double input_value(int member, std::size_t i, ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return static_cast<double>((member + 1) * static_cast<int>(i % 7 + 1));
-    case ReduceOp::Prod:
-      return (i + static_cast<std::size_t>(member)) % 3 == 0 ? 2.0 : 1.0;
-    case ReduceOp::Min:
-    case ReduceOp::Max:
-      return static_cast<double>(static_cast<int>((static_cast<std::size_t>(member) * 31 + i) % 97) - 48);
-  }
-  return 0;
-}
-
-double reduce_values(const std::vector<int>& members, std::size_t i, ReduceOp op) {
-  double acc = input_value(members[0], i, op);
-  for (std::size_t k = 1; k < members.size(); ++k) {
-    const double v = input_value(members[k], i, op);
-    switch (op) {
-      case ReduceOp::Sum:
-        acc += v;
-        break;
-      case ReduceOp::Prod:
-        acc *= v;
-        break;
-      case ReduceOp::Min:
-        acc = std::min(acc, v);
-        break;
-      case ReduceOp::Max:
-        acc = std::max(acc, v);
-        break;
-    }
-  }
-  return acc;
-}
-
-void store(void* base, std::size_t i, DataType t, double v) {
-  switch (t) {
-    case DataType::Float32:
-      static_cast<float*>(base)[i] = static_cast<float>(v);
-      break;
-    case DataType::Float64:
-      static_cast<double*>(base)[i] = v;
-      break;
-    case DataType::Int32:
-      static_cast<std::int32_t*>(base)[i] = static_cast<std::int32_t>(v);
-      break;
-    case DataType::Int64:
-      static_cast<std::int64_t*>(base)[i] = static_cast<std::int64_t>(v);
-      break;
-    case DataType::Float16:
-      static_cast<ringmend::float16*>(base)[i] = ringmend::to_float16(static_cast<float>(v));
-      break;
-    case DataType::BFloat16:
-      static_cast<ringmend::bfloat16*>(base)[i] = ringmend::to_bfloat16(static_cast<float>(v));
-      break;
-  }
-}
-
-double load(const void* base, std::size_t i, DataType t) {
-  switch (t) {
-    case DataType::Float32:
-      return static_cast<const float*>(base)[i];
-    case DataType::Float64:
-      return static_cast<const double*>(base)[i];
-    case DataType::Int32:
-      return static_cast<const std::int32_t*>(base)[i];
-    case DataType::Int64:
-      return static_cast<double>(static_cast<const std::int64_t*>(base)[i]);
-    case DataType::Float16:
-      return ringmend::to_float(static_cast<const ringmend::float16*>(base)[i]);
-    case DataType::BFloat16:
-      return ringmend::to_float(static_cast<const ringmend::bfloat16*>(base)[i]);
-  }
-  return 0;
-}
-
 struct Checker {
   explicit Checker(ringmend::Communicator& c) : comm(c) {}
   ringmend::Communicator& comm;
   int failures = 0;
-  std::vector<std::byte> host;
   void* d_in = nullptr;
   void* d_out = nullptr;
   std::size_t capacity = 0;
   cudaStream_t stream = nullptr;
+  int salt = 0;  // a different input in every call
 
   void reserve(std::size_t bytes) {
     if (bytes <= capacity) return;
@@ -129,11 +52,8 @@ struct Checker {
     cuda(cudaMalloc(&d_in, bytes), "cudaMalloc");
     cuda(cudaMalloc(&d_out, bytes), "cudaMalloc");
     capacity = bytes;
-    host.resize(bytes);
   }
 
-  // One call; false (and a line) when any element differs from the host
-  // reduction over the members whose inputs the result holds.
   // How the call is made: an explicit placement (MemoryKind::Cuda, with or
   // without a stream), MemoryKind::Auto (recognised by CUDA), or
   // non-blocking (iallreduce, recognised likewise).
@@ -144,8 +64,10 @@ struct Checker {
     const std::size_t bytes = count * ringmend::size_of(t);
     reserve(std::max<std::size_t>(bytes, 1));
     const std::vector<int> before = comm.member_ids();
-    const int me = comm.member_id();
-    for (std::size_t i = 0; i < count; ++i) store(host.data(), i, t, input_value(me, i, op));
+    ++salt;
+    // The tests' inputs by member id, and their reduction (tests/mpi/test_data.hpp).
+    ringmend::testing::TypedBuffer host(t, count);
+    host.fill_input(comm.member_id(), op, salt);
     cuda(cudaMemcpy(d_in, host.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
     if (!in_place) cuda(cudaMemset(d_out, 0xff, bytes), "cudaMemset");
     // cudaMemcpy from pageable memory may return before its last piece
@@ -160,23 +82,20 @@ struct Checker {
                                              ? comm.iallreduce(d_in, out, count, t, op).wait()
                                              : comm.allreduce(d_in, out, count, t, op, where);
     if (with_stream) cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    std::fill(host.begin(), host.end(), std::byte{0x5a});
+    std::memset(host.data(), 0x5a, host.bytes.size());
     cuda(cudaMemcpy(host.data(), out, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
     // The result holds every member's input of before the call when a
     // survivor had finished it; else those of the members after it.
     const std::vector<int> members =
         r.contributors == static_cast<int>(before.size()) ? before : comm.member_ids();
-    for (std::size_t i = 0; i < count; ++i) {
-      const double want = reduce_values(members, i, op), got = load(host.data(), i, t);
-      if (want != got) {
-        static const char* const kHow[] = {"", " on a stream", " (auto)", " (non-blocking)"};
-        std::printf("rank %d: %s %s/%s count %zu %s%s: element %zu is %g, expected %g (%zu members)\n",
-                    comm.rank(), what, std::string(ringmend::name_of(t)).c_str(),
-                    std::string(ringmend::name_of(op)).c_str(), count, in_place ? "in place" : "out of place",
-                    kHow[static_cast<int>(how)], i, got, want, members.size());
-        ++failures;
-        return false;
-      }
+    if (const std::size_t wrong = host.wrong(members, op, salt); wrong > 0) {
+      static const char* const kHow[] = {"", " on a stream", " (auto)", " (non-blocking)"};
+      std::printf("rank %d: %s %s/%s count %zu %s%s: %zu elements wrong (%zu members)\n", comm.rank(), what,
+                  std::string(ringmend::name_of(t)).c_str(), std::string(ringmend::name_of(op)).c_str(),
+                  count, in_place ? "in place" : "out of place", kHow[static_cast<int>(how)], wrong,
+                  members.size());
+      ++failures;
+      return false;
     }
     if (r.recovered)
       std::printf("rank %d: call #%llu recovered: lost %zu, now %d ranks, %d contributors\n", comm.rank(),
