@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The GPU checks in one go, on a machine with a GPU: the gpu tests, then
+# The GPU checks in one go, on a machine with a GPU: the gpu tests, what a
+# copy to and from the GPU costs (ringmend_gpu_copy_cost), then
 # ringmend_allreduce_gpu in every placement this machine allows, each beside
 # NCCL's own allreduce and MPI_Allreduce on host-staged buffers in the same
 # job (docs/gpu.md, "Measured", was written from these).
@@ -31,6 +32,8 @@ fail=0
 if [ "$tests" = 1 ]; then
   ctest --test-dir "$build" -L gpu --output-on-failure -j 2 || fail=1
 fi
+echo "### copies between the GPU and pinned memory, one process"
+timeout 120 "$build/bench/ringmend_gpu_copy_cost" -e "$max_size" -n 50 || fail=1
 ft=("$top/scripts/ft-mpirun" --oversubscribe -np 2)
 one=(-x CUDA_VISIBLE_DEVICES=0)  # the first three placements share GPU 0 wherever there are more
 sweep=(-b 8 -e "$max_size" -f 4 -n 10 -w 3 -r 3)

@@ -23,6 +23,7 @@ void HostStaging::begin(const void* input, void* output, std::size_t bytes, cuda
   device_out_ = static_cast<std::byte*>(output);
   bytes_ = bytes;
   finalized_ = 0;
+  pending_bytes_ = 0;
   wrote_output_ = false;
   piece_bytes_ = staging_piece_bytes(bytes);
   const std::size_t n = (bytes + piece_bytes_ - 1) / piece_bytes_;
@@ -85,11 +86,31 @@ void HostStaging::wait_input(std::size_t offset, std::size_t bytes) {
 
 void HostStaging::output_final(std::size_t offset, std::size_t bytes) {
   if (bytes == 0) return;
-  wait_input(offset, bytes);  // in place, the input under this part must be copied first
-  check(cudaMemcpyAsync(device_out_ + offset, out_.data() + offset, bytes, cudaMemcpyHostToDevice,
-                        copy_out_.get()),
+  // Parts next to each other join one run; a run goes out once it is worth
+  // a copy of its own (a piece), the rest at the end. Every copy costs a
+  // launch and its latency whatever its size: small parts one by one (many
+  // ranks, or a small message) would cost more than they overlap.
+  if (pending_bytes_ > 0 && offset == pending_offset_ + pending_bytes_) {
+    pending_bytes_ += bytes;
+  } else if (pending_bytes_ > 0 && offset + bytes == pending_offset_) {
+    pending_offset_ = offset;
+    pending_bytes_ += bytes;
+  } else {
+    copy_out_pending();
+    pending_offset_ = offset;
+    pending_bytes_ = bytes;
+  }
+  if (pending_bytes_ >= piece_bytes_) copy_out_pending();
+}
+
+void HostStaging::copy_out_pending() {
+  if (pending_bytes_ == 0) return;
+  wait_input(pending_offset_, pending_bytes_);  // in place, the input under it must be copied first
+  check(cudaMemcpyAsync(device_out_ + pending_offset_, out_.data() + pending_offset_, pending_bytes_,
+                        cudaMemcpyHostToDevice, copy_out_.get()),
         "cudaMemcpyAsync (host to device)");
-  finalized_ += bytes;
+  finalized_ += pending_bytes_;
+  pending_bytes_ = 0;
   wrote_output_ = true;
 }
 
@@ -108,6 +129,7 @@ void HostStaging::finish(cudaStream_t caller, bool caller_stream_given) {
   // The collective is over: what is left are local copies, waited for
   // plainly (a failure noticed now belongs to the next call).
   ctx_ = nullptr;
+  if (finalized_ + pending_bytes_ == bytes_) copy_out_pending();
   if (finalized_ < bytes_) {
     // Parts were not handed over one by one (or not all): copy all of it.
     wait_input(0, bytes_);

@@ -1,8 +1,8 @@
 // A GPU buffer's allreduce through host memory: the input is copied to a
 // pinned buffer in pieces, on a stream of its own, in the order the
 // algorithm names them (so the first pieces travel while the later ones are
-// still being copied), and each part of the result goes back to the device
-// as soon as the algorithm reports it final. Ordering with the caller's
+// still being copied), and the result goes back to the device as the
+// algorithm reports its parts final, in runs of at least a piece. Ordering with the caller's
 // stream goes through events: copies start after the work the caller queued
 // before the call, and the caller's stream waits for the last copy out.
 //
@@ -42,7 +42,7 @@ class HostStaging final : public coll::Staging {
   // Waits use this context (the runtime: failures, the deadline).
   void set_context(transport::WaitContext* ctx) { ctx_ = ctx; }
   // Before each attempt of the call: nothing of its result handed over yet.
-  void begin_attempt() { finalized_ = 0; }
+  void begin_attempt() { finalized_ = pending_bytes_ = 0; }
 
   void prefetch(std::size_t offset, std::size_t bytes) override;
   void wait_input(std::size_t offset, std::size_t bytes) override;
@@ -63,6 +63,7 @@ class HostStaging final : public coll::Staging {
     bool issued = false, arrived = false;
   };
   void complete(cudaStream_t caller, bool caller_stream_given);
+  void copy_out_pending();  // the run of final parts not yet copied out
   void reserve();
   std::size_t first_piece(std::size_t offset) const { return offset / piece_bytes_; }
 
@@ -74,6 +75,7 @@ class HostStaging final : public coll::Staging {
   const std::byte* device_in_ = nullptr;
   std::byte* device_out_ = nullptr;
   std::size_t bytes_ = 0, piece_bytes_ = 1, finalized_ = 0;
+  std::size_t pending_offset_ = 0, pending_bytes_ = 0;  // final parts not yet copied out
   bool wrote_output_ = false;
   bool copies_out_pending_ = false;  // the last call's copies out may still read out_
   transport::WaitContext* ctx_ = nullptr;
