@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -34,10 +35,26 @@ struct ShmCallPlan {
   PipelineGeometry shape;        // local rank 0's is the call's
   std::uint64_t no_buffers = 0;  // this rank could not reserve its pipeline buffers
 };
-static_assert(sizeof(WireHeader) + sizeof(ShmCallPlan) <= ShmLayout::kSlotHeader);
 
 ShmCallPlan& plan_in(const ShmNode& node, int r, std::uint64_t call) {
   return *reinterpret_cast<ShmCallPlan*>(node.small_slot(r, call) + sizeof(WireHeader));
+}
+
+// The last word of the header: the call whose descriptor (and inline data)
+// the slot holds, written last. A peer waits on it and then reads the rest
+// from the same lines.
+constexpr std::size_t kPostedAt = ShmLayout::kSlotHeader - sizeof(std::uint64_t);
+static_assert(sizeof(WireHeader) + sizeof(ShmCallPlan) <= kPostedAt);
+
+std::atomic_ref<std::uint64_t> posted_in(const ShmNode& node, int r, std::uint64_t call) {
+  return std::atomic_ref<std::uint64_t>(
+      *reinterpret_cast<std::uint64_t*>(node.small_slot(r, call) + kPostedAt));
+}
+
+bool all_posted(const ShmNode& node, std::uint64_t call) {
+  for (int r = 0; r < node.size(); ++r)
+    if (posted_in(node, r, call).load(std::memory_order_acquire) < call) return false;
+  return true;
 }
 
 // Posts this rank's descriptor (and, on the one-shot path, its data) for
@@ -47,16 +64,19 @@ ShmCallPlan post_and_check(ShmNode& node, const Layout& h, const AllreduceArgs& 
                            const ShmCallPlan& proposal, const std::string& no_buffers_why, std::uint64_t call,
                            WaitContext& ctx) {
   const int me = node.local();
-  // My slot of this parity was last read in call-2: wait until every peer
-  // has finished that call.
-  if (call > 2) shm_wait(node, ctx, [&] { return node.all_at_least(&ShmRankControl::done, call - 2); });
+  // My slot of this parity was last read in call-2: every peer must be done
+  // with that call (finished or given up). A peer that posted call-1 is:
+  // seen in the last call, that costs nothing more to know.
+  if (call > 2 && node.all_posted + 1 < call)
+    shm_wait(node, ctx, [&] { return node.all_at_least(&ShmRankControl::done, call - 2); });
   WireHeader& mine = descriptor(node, me, call);
   mine = header_of(a, path);
   plan_in(node, me, call) = proposal;
   if (path == AlgorithmId::ShmOneShot)
     std::memcpy(node.small_data(me, call), a.input, a.count * size_of(a.type));
-  node.control(me).posted.publish(call);
-  shm_wait(node, ctx, [&] { return node.all_at_least(&ShmRankControl::posted, call); });
+  posted_in(node, me, call).store(call, std::memory_order_release);
+  shm_wait(node, ctx, [&] { return all_posted(node, call); });
+  node.all_posted = call;
   for (int r = 0; r < node.size(); ++r) {
     if (r == me) continue;
     const WireHeader& theirs = descriptor(node, r, call);

@@ -2,11 +2,14 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <time.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "ringmend/core/error.hpp"
 
@@ -31,10 +34,37 @@ bool cuda_usable() {
   return usable;
 }
 
+namespace {
+
+// CLOCK_MONOTONIC_COARSE: a read of the kernel's last tick (a few ns, no
+// system call), and that tick's length.
+std::int64_t coarse_now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+bool coarse_tick_short() {
+  timespec res{};
+  return clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0 && res.tv_nsec <= 4'000'000;
+}
+
+}  // namespace
+
 bool driver_loaded() {
   static std::atomic<bool> loaded{false};
   static std::atomic<unsigned long long> libraries_seen{~0ull};
+  // The tick of the coarse clock in which the driver was last found absent.
+  // Within the same tick (4 ms at most) the answer stands without asking
+  // the loader again, which takes its lock: a GPU pointer needs the driver
+  // loaded *and* initialised, a context made and memory allocated, which
+  // takes far longer than that (cuInit alone, tens of milliseconds and
+  // more), so no GPU pointer can exist yet.
+  static std::atomic<std::int64_t> absent_in_tick{-1};
+  static const bool tick_short = coarse_tick_short();
   if (loaded.load(std::memory_order_relaxed)) return true;
+  const std::int64_t now = tick_short ? coarse_now_ns() : -2;
+  if (now == absent_in_tick.load(std::memory_order_relaxed)) return false;
   // The loader counts the libraries it has loaded: read it (the first
   // entry of the list is enough), and look for libcuda only when it moved.
   unsigned long long adds = 0;
@@ -44,22 +74,107 @@ bool driver_loaded() {
         return 1;
       },
       &adds);
-  if (adds == libraries_seen.exchange(adds, std::memory_order_relaxed)) return false;
   bool found = false;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, std::size_t, void* out) {
-        const char* slash = info->dlpi_name ? std::strrchr(info->dlpi_name, '/') : nullptr;
-        const char* name = slash ? slash + 1 : info->dlpi_name;
-        if (name && std::strncmp(name, "libcuda.so", 10) == 0) *static_cast<bool*>(out) = true;
-        return *static_cast<bool*>(out) ? 1 : 0;
-      },
-      &found);
-  if (found) loaded.store(true, std::memory_order_relaxed);
+  if (adds != libraries_seen.exchange(adds, std::memory_order_relaxed)) {
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* out) {
+          const char* slash = info->dlpi_name ? std::strrchr(info->dlpi_name, '/') : nullptr;
+          const char* name = slash ? slash + 1 : info->dlpi_name;
+          if (name && std::strncmp(name, "libcuda.so", 10) == 0) *static_cast<bool*>(out) = true;
+          return *static_cast<bool*>(out) ? 1 : 0;
+        },
+        &found);
+  }
+  if (found) {
+    loaded.store(true, std::memory_order_relaxed);
+  } else if (tick_short) {
+    absent_in_tick.store(now, std::memory_order_relaxed);
+  }
+  return found;
+}
+
+namespace {
+
+// The driver API's entry points that the checks below use, looked up in the
+// libcuda the program has loaded (RTLD_NOLOAD; the reference is kept: the
+// driver stays loaded anyway). int-returning C functions, CUresult 0 is
+// success; a CUdevice is an int.
+struct DriverApi {
+  int (*ctx_get_current)(void**) = nullptr;
+  int (*ctx_get_device)(int*) = nullptr;
+  int (*device_get_count)(int*) = nullptr;
+  int (*device_get)(int*, int) = nullptr;
+  int (*primary_ctx_get_state)(int, unsigned*, int*) = nullptr;
+  int (*device_get_pci_bus_id)(char*, int, int) = nullptr;
+
+  static const DriverApi& get() {
+    static const DriverApi api = [] {
+      DriverApi a;
+      void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+      if (!driver) return a;
+      const auto entry = [&](auto& fn, const char* name) {
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(driver, name));
+      };
+      entry(a.ctx_get_current, "cuCtxGetCurrent");
+      entry(a.ctx_get_device, "cuCtxGetDevice");
+      entry(a.device_get_count, "cuDeviceGetCount");
+      entry(a.device_get, "cuDeviceGet");
+      entry(a.primary_ctx_get_state, "cuDevicePrimaryCtxGetState");
+      entry(a.device_get_pci_bus_id, "cuDeviceGetPCIBusId");
+      return a;
+    }();
+    return api;
+  }
+};
+
+constexpr int kCudaErrorNotInitialized = 3;
+
+// Whether a CUDA context exists that the program's GPU memory can be in:
+// one current on this thread, or a device's primary context (the one the
+// runtime API, and so PyTorch and most programs, allocate in). When unsure,
+// yes.
+bool driver_has_context() {
+  const DriverApi& api = DriverApi::get();
+  if (!api.ctx_get_current || !api.device_get_count || !api.device_get || !api.primary_ctx_get_state)
+    return true;
+  void* current = nullptr;
+  if (api.ctx_get_current(&current) == 0 && current) return true;
+  int n = 0;
+  const int rc = api.device_get_count(&n);
+  if (rc == kCudaErrorNotInitialized) return false;  // nobody called cuInit: no context anywhere
+  if (rc != 0) return true;
+  for (int i = 0; i < n; ++i) {
+    int device = 0, active = 0;
+    unsigned flags = 0;
+    if (api.device_get(&device, i) != 0 || api.primary_ctx_get_state(device, &flags, &active) != 0 || active)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool context_made() {
+  static std::atomic<bool> made{false};
+  static std::atomic<std::int64_t> none_in_tick{-1};  // as in driver_loaded()
+  static const bool tick_short = coarse_tick_short();
+  if (made.load(std::memory_order_relaxed)) return true;
+  if (!driver_loaded()) return false;
+  // A context takes far longer than a tick to make (it maps the GPU's
+  // memory): "none" stands for the rest of the tick.
+  const std::int64_t now = tick_short ? coarse_now_ns() : -2;
+  if (now == none_in_tick.load(std::memory_order_relaxed)) return false;
+  const bool found = driver_has_context();
+  if (found) {
+    made.store(true, std::memory_order_relaxed);
+  } else if (tick_short) {
+    none_in_tick.store(now, std::memory_order_relaxed);
+  }
   return found;
 }
 
 int device_of(const void* p) {
-  if (p == nullptr || !driver_loaded() || !cuda_usable()) return -1;
+  if (p == nullptr || !context_made() || !cuda_usable()) return -1;
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -69,26 +184,16 @@ int device_of(const void* p) {
 }
 
 std::string gpu_in_use_pci_bus_id() {
-  // The driver API's entry points, looked up in the libcuda the program has
-  // loaded (RTLD_NOLOAD): int-returning C functions (CUresult 0 is success).
   if (!driver_loaded()) return {};
-  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!driver) return {};
-  using GetCurrent = int (*)(void**);
-  using GetDevice = int (*)(int*);
-  using GetBusId = int (*)(char*, int, int);
-  const auto get_current = reinterpret_cast<GetCurrent>(dlsym(driver, "cuCtxGetCurrent"));
-  const auto get_device = reinterpret_cast<GetDevice>(dlsym(driver, "cuCtxGetDevice"));
-  const auto get_bus_id = reinterpret_cast<GetBusId>(dlsym(driver, "cuDeviceGetPCIBusId"));
-  std::string out;
+  const DriverApi& api = DriverApi::get();
   void* context = nullptr;
   int device = -1;
   char bus[32] = {};
-  if (get_current && get_device && get_bus_id && get_current(&context) == 0 && context &&
-      get_device(&device) == 0 && get_bus_id(bus, sizeof bus, device) == 0)
-    out = bus;
-  dlclose(driver);  // drops the reference taken above; the program's stays
-  return out;
+  if (api.ctx_get_current && api.ctx_get_device && api.device_get_pci_bus_id &&
+      api.ctx_get_current(&context) == 0 && context && api.ctx_get_device(&device) == 0 &&
+      api.device_get_pci_bus_id(bus, sizeof bus, device) == 0)
+    return bus;
+  return {};
 }
 
 DeviceGuard::DeviceGuard(int device) {

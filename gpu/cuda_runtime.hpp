@@ -19,14 +19,24 @@ bool cuda_usable();
 
 // Whether the program has loaded the CUDA driver (libcuda). Memory on a GPU
 // exists only then, so until it has, no pointer is asked of CUDA: a program
-// that never touches a GPU pays ~25 ns per call here (one step of the
-// loader's list, to see whether a library was loaded since), and never
-// CUDA's initialisation or a context on a GPU.
+// that never touches a GPU never pays CUDA's initialisation or a context on
+// a GPU, and per call a read of the coarse clock (the loader's list is
+// looked at again once a tick, to see whether a library was loaded since).
 bool driver_loaded();
+
+// Whether the program has a CUDA context its GPU memory can be in: one
+// current on the calling thread, or a device's primary context (the runtime
+// API's, so cudaMalloc's and PyTorch's). Until it has, no pointer is GPU
+// memory, whoever loaded the driver (a library such as UCX or an OpenCL
+// loader may load it in a host-only program): a read of the coarse clock
+// per call, the driver asked again once a tick; true from the first one on.
+bool context_made();
 
 // The device that holds `p`: its ordinal for device memory, -1 for host
 // memory (pageable, pinned or managed: the CPU can read all three), and
-// whenever the driver is not loaded or no GPU is usable.
+// whenever no context is made (context_made) or no GPU is usable. Memory
+// of a context that is neither primary nor current on this thread is not
+// recognised (pass MemoryKind::Cuda for it).
 int device_of(const void* p);
 
 // The PCI bus id ("0000:65:00.0") of the GPU whose CUDA context is current

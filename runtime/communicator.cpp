@@ -51,10 +51,6 @@ struct LocalInputError {
 
 }  // namespace
 
-std::size_t CollectiveCall::bytes() const {
-  return kind == coll::CollectiveKind::Allreduce ? count * size_of(type) : count;
-}
-
 Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transport::UcxContext& ucx,
                          MPI_Comm parent, const topo::Location& where)
     : settings_(settings),

@@ -53,7 +53,9 @@ struct CollectiveCall {
   coll::Staging* staging = nullptr;
   // A GPU call's arguments that cannot be run (reported on every rank).
   std::string placement_error;
-  std::size_t bytes() const;
+  std::size_t bytes() const {
+    return kind == coll::CollectiveKind::Allreduce ? count * size_of(type) : count;
+  }
 };
 
 // The GPU side of a communicator (runtime/device_call.cpp).

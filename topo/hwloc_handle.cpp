@@ -7,7 +7,7 @@
 namespace ringmend::topo {
 
 Topology load_topology(TopologySource source, const std::string& what, hwloc_type_filter_e io,
-                       std::string& error) {
+                       std::string& error, GpuRuntimes gpu_runtimes) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) {
     error = std::string("hwloc_topology_init failed: ") + std::strerror(errno);
@@ -16,6 +16,9 @@ Topology load_topology(TopologySource source, const std::string& what, hwloc_typ
   Topology topo(raw);
   switch (source) {
     case TopologySource::ThisMachine:
+      if (gpu_runtimes == GpuRuntimes::Skip)
+        for (const char* component : {"cuda", "nvml", "opencl", "rsmi", "levelzero", "gl"})
+          (void)hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, component);
       break;
     case TopologySource::Xml:
       // hwloc only says "invalid argument" for a file it cannot open; say

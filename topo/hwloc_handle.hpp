@@ -21,10 +21,19 @@ using Bitmap = std::unique_ptr<hwloc_bitmap_s, BitmapDeleter>;
 
 enum class TopologySource { ThisMachine, Xml, Synthetic };
 
+// Whether discovery on this machine asks the GPU runtimes (CUDA, NVML,
+// OpenCL, ROCm SMI, Level Zero, GL) about their devices. hwloc's plugins for
+// them load those runtimes into the process, and through them the GPU
+// driver, which opens the GPUs' device files: a Runtime does without (a GPU
+// is still a PCI device, which is what placement needs; only the names
+// "cuda0" and the like are missing), ringmend-topo asks them, to name every
+// device.
+enum class GpuRuntimes { Skip, Ask };
+
 // `what` is the XML file name or the synthetic description (ignored for this
 // machine). `io` says which I/O objects (PCI devices, GPUs, NICs) to keep.
 // Returns null on failure, with the reason in `error`.
 Topology load_topology(TopologySource source, const std::string& what, hwloc_type_filter_e io,
-                       std::string& error);
+                       std::string& error, GpuRuntimes gpu_runtimes = GpuRuntimes::Skip);
 
 }  // namespace ringmend::topo

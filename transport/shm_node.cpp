@@ -11,7 +11,7 @@ ShmLayout ShmLayout::make(int ranks, std::size_t buffer_bytes, std::size_t small
   ShmLayout l;
   l.ranks = ranks;
   l.buffer_bytes = align_up(buffer_bytes, 4096);
-  l.small_bytes = align_up(small_bytes, 64);
+  l.small_bytes = align_up(small_bytes + kSlotHeader, kSlotAlign) - kSlotHeader;  // whole slots aligned
   const auto n = static_cast<std::size_t>(ranks);
   l.control_offset = 0;
   l.small_offset = align_up(n * sizeof(ShmRankControl), 4096);

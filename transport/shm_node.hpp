@@ -3,8 +3,8 @@
 //
 // Every rank owns a control block of counters (each on its own cache-line
 // pair, so that a rank spinning on one counter does not steal the line a
-// peer is writing), two small slots (descriptor + inline data, alternating
-// by call parity) and the buffers of the pipelined path, which each call
+// peer is writing), two small slots (descriptor, posted flag and inline
+// data, alternating by call parity) and the buffers of the pipelined path, which each call
 // cuts into `depth` chunks of its own size (coll/pipeline_tuner.hpp). Counters
 // only grow within an epoch; a new epoch gets a new, zeroed segment.
 #pragma once
@@ -32,8 +32,9 @@ struct alignas(128) ShmCounter {
 };
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "counters must be usable across processes");
 
+// (Whether a rank has posted a call is in its small slot, beside the
+// descriptor and the data: a peer waiting for it reads one place, not two.)
 struct ShmRankControl {
-  ShmCounter posted;     // last call whose descriptor (and inline data) is in the small slot
   ShmCounter done;       // last call this rank finished
   ShmCounter in_ready;   // input chunks copied into this rank's chunk buffers (cumulative)
   ShmCounter out_ready;  // chunks whose slice this rank has reduced (cumulative)
@@ -44,9 +45,13 @@ struct ShmRankControl {
 
 struct ShmLayout {
   int ranks = 0;
-  std::size_t buffer_bytes = 0;                   // pipeline buffers per rank
-  std::size_t small_bytes = 0;                    // inline data capacity of a small slot
-  static constexpr std::size_t kSlotHeader = 64;  // descriptor, padded
+  std::size_t buffer_bytes = 0;  // pipeline buffers per rank
+  std::size_t small_bytes = 0;   // inline data capacity of a small slot
+  // A small slot: a 64-byte header (descriptor and posted flag), then the
+  // inline data; slots start on 128-byte boundaries, so that the header and
+  // the first data line are one pair of lines, which cores fetch together.
+  static constexpr std::size_t kSlotHeader = 64;
+  static constexpr std::size_t kSlotAlign = 128;
 
   std::size_t control_offset = 0, small_offset = 0, result_offset = 0, buffer_offset = 0, total = 0;
 
@@ -114,6 +119,7 @@ class ShmNode {
   bool never_finishes(int r, std::uint64_t call) const;
 
   std::uint64_t calls = 0;        // shared-memory collectives started in this epoch
+  std::uint64_t all_posted = 0;   // the last call this rank saw every local rank post
   std::uint64_t chunks_used = 0;  // pipeline chunks used so far in this epoch
 
  private:

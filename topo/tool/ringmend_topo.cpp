@@ -166,7 +166,8 @@ void print_self(hwloc_topology_t topo) {
 
 int run(const Options& o) {
   std::string error;
-  const Topology topo = load_topology(o.source, o.what, HWLOC_TYPE_FILTER_KEEP_IMPORTANT, error);
+  const Topology topo =
+      load_topology(o.source, o.what, HWLOC_TYPE_FILTER_KEEP_IMPORTANT, error, GpuRuntimes::Ask);
   if (!topo) {
     std::fprintf(stderr, "ringmend-topo: %s\n", error.c_str());
     return o.source == TopologySource::ThisMachine ? 1 : 2;
