@@ -65,9 +65,9 @@ ShmCallPlan post_and_check(ShmNode& node, const Layout& h, const AllreduceArgs& 
                            WaitContext& ctx) {
   const int me = node.local();
   // My slot of this parity was last read in call-2: every peer must be done
-  // with that call (finished or given up). A peer that posted call-1 is:
+  // with that call. A peer that posted call-1 has left it:
   // seen in the last call, that costs nothing more to know.
-  if (call > 2 && node.all_posted + 1 < call)
+  if (call > 2 && node.last_all_posted + 1 < call)
     shm_wait(node, ctx, [&] { return node.all_at_least(&ShmRankControl::done, call - 2); });
   WireHeader& mine = descriptor(node, me, call);
   mine = header_of(a, path);
@@ -76,7 +76,7 @@ ShmCallPlan post_and_check(ShmNode& node, const Layout& h, const AllreduceArgs& 
     std::memcpy(node.small_data(me, call), a.input, a.count * size_of(a.type));
   posted_in(node, me, call).store(call, std::memory_order_release);
   shm_wait(node, ctx, [&] { return all_posted(node, call); });
-  node.all_posted = call;
+  node.last_all_posted = call;
   for (int r = 0; r < node.size(); ++r) {
     if (r == me) continue;
     const WireHeader& theirs = descriptor(node, r, call);

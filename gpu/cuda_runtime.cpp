@@ -38,9 +38,10 @@ namespace {
 
 // CLOCK_MONOTONIC_COARSE: a read of the kernel's last tick (a few ns, no
 // system call), and that tick's length.
+// -2 (never a cached tick) if the clock cannot be read.
 std::int64_t coarse_now_ns() {
   timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0) return -2;
   return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
@@ -64,7 +65,7 @@ bool driver_loaded() {
   static const bool tick_short = coarse_tick_short();
   if (loaded.load(std::memory_order_relaxed)) return true;
   const std::int64_t now = tick_short ? coarse_now_ns() : -2;
-  if (now == absent_in_tick.load(std::memory_order_relaxed)) return false;
+  if (now >= 0 && now == absent_in_tick.load(std::memory_order_relaxed)) return false;
   // The loader counts the libraries it has loaded: read it (the first
   // entry of the list is enough), and look for libcuda only when it moved.
   unsigned long long adds = 0;
@@ -87,7 +88,7 @@ bool driver_loaded() {
   }
   if (found) {
     loaded.store(true, std::memory_order_relaxed);
-  } else if (tick_short) {
+  } else if (now >= 0) {
     absent_in_tick.store(now, std::memory_order_relaxed);
   }
   return found;
@@ -127,54 +128,63 @@ struct DriverApi {
   }
 };
 
-constexpr int kCudaErrorNotInitialized = 3;
+constexpr int kCudaErrorNotInitialized = 3;  // CUDA_ERROR_NOT_INITIALIZED
+
+enum class ContextState { Found, None, DriverUninitialised };
 
 // Whether a CUDA context exists that the program's GPU memory can be in:
 // one current on this thread, or a device's primary context (the one the
 // runtime API, and so PyTorch and most programs, allocate in). When unsure,
-// yes.
-bool driver_has_context() {
+// Found.
+ContextState driver_context_state() {
   const DriverApi& api = DriverApi::get();
   if (!api.ctx_get_current || !api.device_get_count || !api.device_get || !api.primary_ctx_get_state)
-    return true;
+    return ContextState::Found;
   void* current = nullptr;
-  if (api.ctx_get_current(&current) == 0 && current) return true;
+  if (api.ctx_get_current(&current) == 0 && current) return ContextState::Found;
   int n = 0;
   const int rc = api.device_get_count(&n);
-  if (rc == kCudaErrorNotInitialized) return false;  // nobody called cuInit: no context anywhere
-  if (rc != 0) return true;
+  if (rc == kCudaErrorNotInitialized) return ContextState::DriverUninitialised;  // nobody called cuInit
+  if (rc != 0) return ContextState::Found;
   for (int i = 0; i < n; ++i) {
     int device = 0, active = 0;
     unsigned flags = 0;
     if (api.device_get(&device, i) != 0 || api.primary_ctx_get_state(device, &flags, &active) != 0 || active)
-      return true;
+      return ContextState::Found;
   }
-  return false;
+  return ContextState::None;
 }
 
 }  // namespace
 
 bool context_made() {
   static std::atomic<bool> made{false};
-  static std::atomic<std::int64_t> none_in_tick{-1};  // as in driver_loaded()
+  static std::atomic<std::int64_t> uninitialised_in_tick{-1};  // as in driver_loaded()
   static const bool tick_short = coarse_tick_short();
   if (made.load(std::memory_order_relaxed)) return true;
   if (!driver_loaded()) return false;
-  // A context takes far longer than a tick to make (it maps the GPU's
-  // memory): "none" stands for the rest of the tick.
+  // A driver nobody has initialised has no context, and initialising it
+  // and making one takes far longer than a tick: that answer stands for the
+  // rest of the tick. "Initialised, no context yet" is asked again every
+  // call: another thread may be just about to finish making one.
   const std::int64_t now = tick_short ? coarse_now_ns() : -2;
-  if (now == none_in_tick.load(std::memory_order_relaxed)) return false;
-  const bool found = driver_has_context();
-  if (found) {
-    made.store(true, std::memory_order_relaxed);
-  } else if (tick_short) {
-    none_in_tick.store(now, std::memory_order_relaxed);
+  if (now >= 0 && now == uninitialised_in_tick.load(std::memory_order_relaxed)) return false;
+  switch (driver_context_state()) {
+    case ContextState::Found:
+      made.store(true, std::memory_order_relaxed);
+      return true;
+    case ContextState::DriverUninitialised:
+      if (now >= 0) uninitialised_in_tick.store(now, std::memory_order_relaxed);
+      return false;
+    case ContextState::None:
+      return false;
   }
-  return found;
+  return true;
 }
 
-int device_of(const void* p) {
-  if (p == nullptr || !context_made() || !cuda_usable()) return -1;
+int device_of(const void* p, Recognise how) {
+  if (p == nullptr || !driver_loaded()) return -1;
+  if (how == Recognise::InAnyContext ? !cuda_usable() : !context_made() || !cuda_usable()) return -1;
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
     (void)cudaGetLastError();

@@ -27,17 +27,21 @@ bool driver_loaded();
 // Whether the program has a CUDA context its GPU memory can be in: one
 // current on the calling thread, or a device's primary context (the runtime
 // API's, so cudaMalloc's and PyTorch's). Until it has, no pointer is GPU
-// memory, whoever loaded the driver (a library such as UCX or an OpenCL
-// loader may load it in a host-only program): a read of the coarse clock
-// per call, the driver asked again once a tick; true from the first one on.
+// memory, whoever loaded the driver (a library such as UCX may load it into
+// a host-only program): per call a read of the coarse clock while nobody
+// has initialised the driver, a few driver calls once someone has; true
+// from the first context on.
 bool context_made();
 
 // The device that holds `p`: its ordinal for device memory, -1 for host
 // memory (pageable, pinned or managed: the CPU can read all three), and
-// whenever no context is made (context_made) or no GPU is usable. Memory
-// of a context that is neither primary nor current on this thread is not
-// recognised (pass MemoryKind::Cuda for it).
-int device_of(const void* p);
+// whenever the driver is not loaded or no GPU is usable. Recognise::
+// IfContextMade (MemoryKind::Auto) also answers -1 while context_made() is
+// false, so memory of a context that is neither primary nor current on the
+// calling thread is not recognised; InAnyContext (MemoryKind::Cuda) asks
+// CUDA whatever the contexts.
+enum class Recognise { IfContextMade, InAnyContext };
+int device_of(const void* p, Recognise how = Recognise::IfContextMade);
 
 // The PCI bus id ("0000:65:00.0") of the GPU whose CUDA context is current
 // on this thread, when the program has made one before; empty otherwise.

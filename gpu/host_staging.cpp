@@ -154,4 +154,9 @@ void HostStaging::finish_from(const void* host, cudaStream_t caller, bool caller
   complete(caller, caller_stream_given);
 }
 
+void HostStaging::order_after_copies_out(cudaStream_t stream) {
+  copied_out_.record(copy_out_.get());
+  check(cudaStreamWaitEvent(stream, copied_out_.get(), 0), "cudaStreamWaitEvent");
+}
+
 }  // namespace ringmend::gpu

@@ -56,6 +56,10 @@ class HostStaging final : public coll::Staging {
   // is `host` (pageable, reusable once this returns), copied out whole
   // after every copy out of this call's earlier attempts.
   void finish_from(const void* host, cudaStream_t caller, bool caller_stream_given);
+  // Work queued on `stream` from now on waits for every copy out queued so
+  // far (a later attempt of the call that writes the output another way
+  // must land after an earlier attempt's parts).
+  void order_after_copies_out(cudaStream_t stream);
 
  private:
   struct Piece {
@@ -68,7 +72,7 @@ class HostStaging final : public coll::Staging {
   std::size_t first_piece(std::size_t offset) const { return offset / piece_bytes_; }
 
   Stream copy_in_, copy_out_;
-  Event entry_, done_;
+  Event entry_, done_, copied_out_;
   std::vector<Event> events_;  // one per piece, reused across calls
   std::vector<Piece> pieces_;
   Buffer in_{Buffer::Kind::Pinned}, out_{Buffer::Kind::Pinned};

@@ -141,8 +141,11 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 
 std::optional<CollectiveResult> Communicator::Impl::run_on_device(const CollectiveCall& call) {
   // (Asked once for an in-place call: this runs before every host call too.)
-  const int in = gpu::device_of(call.input);
-  const int out = call.output == call.input ? in : gpu::device_of(call.output);
+  // MemoryKind::Cuda: the caller says so; ask CUDA whatever the contexts.
+  const auto how =
+      call.memory == MemoryKind::Cuda ? gpu::Recognise::InAnyContext : gpu::Recognise::IfContextMade;
+  const int in = gpu::device_of(call.input, how);
+  const int out = call.output == call.input ? in : gpu::device_of(call.output, how);
   if (call.memory == MemoryKind::Auto && in < 0 && out < 0) return std::nullopt;  // host buffers
   CollectiveCall c = call;
   const auto refuse = [&](const std::string& why) {
@@ -399,6 +402,8 @@ void Communicator::Impl::execute_nccl(const CollectiveCall& c, std::uint64_t cal
   if (faults_.armed()) faults_.at(FaultPhase::GpuCopyOut, current_seq_, 0, e.number);
   // Local from here: the result out, and kept on the GPU for a survivor
   // that misses the end of the call (copied to the host only if one does).
+  // After any part an earlier attempt through host memory copied out.
+  if (g.staging.wrote_output()) g.staging.order_after_copies_out(s);
   gpu::check(cudaMemcpyAsync(d.output, work.data(), c.bytes(), cudaMemcpyDeviceToDevice, s),
              "cudaMemcpyAsync");
   g.work_seq[call_seq % 2] = call_seq;

@@ -22,9 +22,10 @@ using Bitmap = std::unique_ptr<hwloc_bitmap_s, BitmapDeleter>;
 enum class TopologySource { ThisMachine, Xml, Synthetic };
 
 // Whether discovery on this machine asks the GPU runtimes (CUDA, NVML,
-// OpenCL, ROCm SMI, Level Zero, GL) about their devices. hwloc's plugins for
-// them load those runtimes into the process, and through them the GPU
-// driver, which opens the GPUs' device files: a Runtime does without (a GPU
+// OpenCL, ROCm SMI, Level Zero, GL) about their devices. hwloc loads its
+// plugins for them anyway; their discovery is what starts those runtimes,
+// and through them the GPU driver, which opens the GPUs' device files and
+// stays loaded: a Runtime does without (a GPU
 // is still a PCI device, which is what placement needs; only the names
 // "cuda0" and the like are missing), ringmend-topo asks them, to name every
 // device.

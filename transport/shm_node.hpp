@@ -118,9 +118,9 @@ class ShmNode {
   // its process exited before it had finished it.
   bool never_finishes(int r, std::uint64_t call) const;
 
-  std::uint64_t calls = 0;        // shared-memory collectives started in this epoch
-  std::uint64_t all_posted = 0;   // the last call this rank saw every local rank post
-  std::uint64_t chunks_used = 0;  // pipeline chunks used so far in this epoch
+  std::uint64_t calls = 0;            // shared-memory collectives started in this epoch
+  std::uint64_t last_all_posted = 0;  // the last call this rank saw every local rank post
+  std::uint64_t chunks_used = 0;      // pipeline chunks used so far in this epoch
 
  private:
   ShmSegment segment_;

@@ -18,6 +18,8 @@ TEST(GpuDriver, AskedOnlyOnceTheProgramLoadedIt) {
   EXPECT_FALSE(driver_loaded());
   EXPECT_EQ(device_of(&host), -1);
   EXPECT_FALSE(driver_loaded());
+  EXPECT_FALSE(context_made());
+  EXPECT_EQ(device_of(&host, Recognise::InAnyContext), -1);
   EXPECT_EQ(gpu_in_use_pci_bus_id(), "");
   // The program loads "the driver" (a library of that name): seen from the
   // next tick of the coarse clock on (4 ms at most; a GPU pointer takes far
@@ -27,6 +29,9 @@ TEST(GpuDriver, AskedOnlyOnceTheProgramLoadedIt) {
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(driver_loaded());
   EXPECT_TRUE(driver_loaded());
+  // Whether it has a context cannot be asked of it (none of the driver's
+  // entry points): assumed, so pointers are asked about from now on.
+  EXPECT_TRUE(context_made());
   // (It has none of the driver's entry points: no context, no GPU in use.)
   EXPECT_EQ(gpu_in_use_pci_bus_id(), "");
 }
