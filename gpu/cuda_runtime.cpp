@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <type_traits>
 
@@ -36,36 +35,45 @@ bool cuda_usable() {
 
 namespace {
 
-// CLOCK_MONOTONIC_COARSE: a read of the kernel's last tick (a few ns, no
-// system call), and that tick's length.
-// -2 (never a cached tick) if the clock cannot be read.
-std::int64_t coarse_now_ns() {
-  timespec ts{};
-  if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0) return -2;
-  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
+// A "not yet" answer kept for the rest of the current tick of
+// CLOCK_MONOTONIC_COARSE (a read of the kernel's last tick: a few ns, no
+// system call). Nothing is kept where ticks are longer than 4 ms or the
+// clock cannot be read.
+class KeptForATick {
+ public:
+  // The current tick, or -1 when no answer can be kept.
+  static std::int64_t now() {
+    static const bool short_ticks = [] {
+      timespec res{};
+      return clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0 && res.tv_nsec <= 4'000'000;
+    }();
+    timespec ts{};
+    if (!short_ticks || clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0) return -1;
+    return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+  }
+  bool holds(std::int64_t tick) const { return tick >= 0 && tick == tick_.load(std::memory_order_relaxed); }
+  void keep(std::int64_t tick) {
+    if (tick >= 0) tick_.store(tick, std::memory_order_relaxed);
+  }
 
-bool coarse_tick_short() {
-  timespec res{};
-  return clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0 && res.tv_nsec <= 4'000'000;
-}
+ private:
+  std::atomic<std::int64_t> tick_{-1};
+};
 
 }  // namespace
 
 bool driver_loaded() {
   static std::atomic<bool> loaded{false};
   static std::atomic<unsigned long long> libraries_seen{~0ull};
-  // The tick of the coarse clock in which the driver was last found absent.
-  // Within the same tick (4 ms at most) the answer stands without asking
-  // the loader again, which takes its lock: a GPU pointer needs the driver
-  // loaded *and* initialised, a context made and memory allocated, which
-  // takes far longer than that (cuInit alone, tens of milliseconds and
-  // more), so no GPU pointer can exist yet.
-  static std::atomic<std::int64_t> absent_in_tick{-1};
-  static const bool tick_short = coarse_tick_short();
+  // "Absent" stands for the rest of the coarse clock's tick (4 ms at most)
+  // without asking the loader again, which takes its lock: a GPU pointer
+  // needs the driver loaded *and* initialised, a context made and memory
+  // allocated, which takes far longer than that (cuInit alone, tens of
+  // milliseconds and more), so no GPU pointer can exist yet.
+  static KeptForATick absent;
   if (loaded.load(std::memory_order_relaxed)) return true;
-  const std::int64_t now = tick_short ? coarse_now_ns() : -2;
-  if (now >= 0 && now == absent_in_tick.load(std::memory_order_relaxed)) return false;
+  const std::int64_t tick = KeptForATick::now();
+  if (absent.holds(tick)) return false;
   // The loader counts the libraries it has loaded: read it (the first
   // entry of the list is enough), and look for libcuda only when it moved.
   unsigned long long adds = 0;
@@ -86,11 +94,10 @@ bool driver_loaded() {
         },
         &found);
   }
-  if (found) {
+  if (found)
     loaded.store(true, std::memory_order_relaxed);
-  } else if (now >= 0) {
-    absent_in_tick.store(now, std::memory_order_relaxed);
-  }
+  else
+    absent.keep(tick);
   return found;
 }
 
@@ -159,22 +166,21 @@ ContextState driver_context_state() {
 
 bool context_made() {
   static std::atomic<bool> made{false};
-  static std::atomic<std::int64_t> uninitialised_in_tick{-1};  // as in driver_loaded()
-  static const bool tick_short = coarse_tick_short();
+  static KeptForATick uninitialised;
   if (made.load(std::memory_order_relaxed)) return true;
   if (!driver_loaded()) return false;
   // A driver nobody has initialised has no context, and initialising it
   // and making one takes far longer than a tick: that answer stands for the
   // rest of the tick. "Initialised, no context yet" is asked again every
   // call: another thread may be just about to finish making one.
-  const std::int64_t now = tick_short ? coarse_now_ns() : -2;
-  if (now >= 0 && now == uninitialised_in_tick.load(std::memory_order_relaxed)) return false;
+  const std::int64_t tick = KeptForATick::now();
+  if (uninitialised.holds(tick)) return false;
   switch (driver_context_state()) {
     case ContextState::Found:
       made.store(true, std::memory_order_relaxed);
       return true;
     case ContextState::DriverUninitialised:
-      if (now >= 0) uninitialised_in_tick.store(now, std::memory_order_relaxed);
+      uninitialised.keep(tick);
       return false;
     case ContextState::None:
       return false;
@@ -183,8 +189,8 @@ bool context_made() {
 }
 
 int device_of(const void* p, Recognise how) {
-  if (p == nullptr || !driver_loaded()) return -1;
-  if (how == Recognise::InAnyContext ? !cuda_usable() : !context_made() || !cuda_usable()) return -1;
+  const bool may_be_gpu_memory = how == Recognise::InAnyContext ? driver_loaded() : context_made();
+  if (p == nullptr || !may_be_gpu_memory || !cuda_usable()) return -1;
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
     (void)cudaGetLastError();
