@@ -22,6 +22,13 @@ struct Epoch {
   ulfm::CommHandle ctrl;          // the members' control communicator (MPI, ULFM)
   int rank = 0, size = 0;         // this process in ctrl
   std::vector<MemberId> members;  // member id of every rank
+  // The members in the order of the ranks the application sees. Usually
+  // `members`; an epoch made on the spare pool's own communicator keeps the
+  // pool's order, while a joiner takes a lost member's rank.
+  std::vector<MemberId> ranked;
+  int app_rank() const {
+    return static_cast<int>(std::find(ranked.begin(), ranked.end(), my_id()) - ranked.begin());
+  }
   std::vector<MemberInfo> infos;  // what every member said when the epoch was built
   MemberId next_id = 0;           // the id the next joiner will get
   topo::Plan plan;

@@ -102,6 +102,7 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
 
   const auto* grow = std::get_if<Grow>(&transition);
   bool ok = exchange(*e, from, mine, start, grow != nullptr, grow && grow->spare, lost);
+  if (ok) rank_for_application(*e, from, lost, grow ? &grow->positions : nullptr);
   step_done(BuildStep::Exchange, *e);
   std::string shm_error;
   bool want_shm = false;
@@ -249,6 +250,28 @@ bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool s
   e.next_id = next;
   e.number = start ? 0 : newest + 1;
   return true;
+}
+
+void EpochBuilder::rank_for_application(Epoch& e, const Epoch* from, const std::vector<MemberId>* lost,
+                                        const std::vector<int>* positions) {
+  if (from && lost) {
+    // A Shrink keeps the order the application saw, less the lost.
+    e.ranked.clear();
+    for (MemberId id : from->ranked)
+      if (std::find(lost->begin(), lost->end(), id) == lost->end()) e.ranked.push_back(id);
+    return;
+  }
+  e.ranked = e.members;
+  if (!positions || positions->empty()) return;
+  if (positions->size() != e.members.size())
+    throw std::logic_error("epoch builder: a Grow's positions do not match its communicator");
+  std::vector<int> by_position(e.members.size());
+  std::iota(by_position.begin(), by_position.end(), 0);
+  std::sort(by_position.begin(), by_position.end(), [&](int a, int b) {
+    return (*positions)[static_cast<std::size_t>(a)] < (*positions)[static_cast<std::size_t>(b)];
+  });
+  for (std::size_t i = 0; i < by_position.size(); ++i)
+    e.ranked[i] = e.members[static_cast<std::size_t>(by_position[i])];
 }
 
 void EpochBuilder::plan(Epoch& e, bool allow_shm) {

@@ -64,6 +64,9 @@ struct Grow {
   int joiners = 0;
   ulfm::CommHandle grown;
   bool spare = false;  // set by a joiner that is one of the world's spares
+  // The rank the application sees of each rank of `grown` (ascending when
+  // empty or when `grown` is in that order already).
+  std::vector<int> positions;
 };
 using Transition = std::variant<Start, Shrink, Grow>;
 
@@ -105,6 +108,10 @@ class EpochBuilder {
   // `joining`: a Grow's joiner; `spare`: one of the world's spares.
   bool exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining, bool spare,
                 const std::vector<MemberId>* lost);
+  // Epoch::ranked: as `from` less the `lost` after a Shrink, else by the
+  // Grow's `positions`, else the epoch's own order.
+  static void rank_for_application(Epoch& e, const Epoch* from, const std::vector<MemberId>* lost,
+                                   const std::vector<int>* positions);
   void plan(Epoch& e, bool allow_shm);
   // `shrunk_from`: the epoch a Shrink comes from (its node rings are
   // reused), else null.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <numeric>
 #include <thread>
 
 #include "ringmend/core/error.hpp"
@@ -176,12 +177,20 @@ RoundOutcome SparePool::round(const PoolEntry& mine) {
     std::sort(leaving.begin(), leaving.end());
     for (const auto& l : leaving) out.released.push_back(l.second);
     int view_size = 0, target = 0;
+    bool one_step = true;
     for (int r : members) {
       const PoolEntry& m = roster[static_cast<std::size_t>(r)];
       out.ending = out.ending || m.ending;
       view_size = std::max(view_size, m.view_size);
       target = std::max(target, m.target_size);
+      one_step = one_step && !m.hold && m.seq == roster[static_cast<std::size_t>(members.front())].seq;
       out.present.push_back(m.id);
+    }
+    for (int r : members) {
+      const MemberId needed = roster[static_cast<std::size_t>(r)].needs;
+      if (needed != kNoMember &&
+          std::find(out.present.begin(), out.present.end(), needed) == out.present.end())
+        one_step = false;
     }
     out.members = static_cast<int>(members.size());
     out.target_size = target;
@@ -190,7 +199,9 @@ RoundOutcome SparePool::round(const PoolEntry& mine) {
       spares_left_ = static_cast<int>(spares.size());
       return out;
     }
-    out.joiners = std::clamp(target - out.members, 0, static_cast<int>(spares.size()));
+    const int wanted = std::clamp(target - out.members, 0, static_cast<int>(spares.size()));
+    out.joiners = one_step ? wanted : 0;
+    out.held = wanted > 0 && !one_step;
     out.spares_left = static_cast<int>(spares.size()) - out.joiners;
     // Joiners take the positions no staying member holds, lowest first,
     // then the end.
@@ -206,6 +217,24 @@ RoundOutcome SparePool::round(const PoolEntry& mine) {
     } else {
       const auto me = std::find(spares.begin(), spares.end(), rank) - spares.begin();
       if (me < out.joiners) color = 0, key = holes[static_cast<std::size_t>(me)], out.joined = true;
+    }
+    // Every process of the pool stays or joins: the pool itself is the new
+    // epoch's communicator, in its own order, and the application's ranks
+    // go with it (RoundOutcome::positions). No communicator to agree on:
+    // across nodes a split cost as much as the shrink.
+    if (leaving.empty() && out.joiners == static_cast<int>(spares.size())) {
+      out.positions.resize(static_cast<std::size_t>(size));
+      for (std::size_t m = 0; m < members.size(); ++m)
+        out.positions[static_cast<std::size_t>(members[m])] =
+            roster[static_cast<std::size_t>(members[m])].position;
+      for (int j = 0; j < out.joiners; ++j)
+        out.positions[static_cast<std::size_t>(spares[static_cast<std::size_t>(j)])] =
+            holes[static_cast<std::size_t>(j)];
+      out.grown = pool_.share();
+      member_ranks_.resize(static_cast<std::size_t>(size));
+      std::iota(member_ranks_.begin(), member_ranks_.end(), 0);
+      spares_left_ = 0;
+      return out;
     }
     bool ok = false;
     ulfm::CommHandle grown = split(color, key, ok);

@@ -41,6 +41,15 @@ struct PoolEntry {
   std::int32_t target_size = 0;  // members wanted after the round (members agree)
   std::int32_t ending = 0;       // the members are done: spares leave
   std::int32_t leaving = 0;      // this member is released: it leaves the job
+  // Spares join only when every staying member is at the same collective
+  // (`seq`) and none holds them back (`hold`: an input error, finalizing, a
+  // request in progress): a joiner resumes inside that collective, so it
+  // must be one that every member is in and that its application makes.
+  std::int32_t hold = 0;
+  std::int64_t seq = 0;
+  // The member without which that collective fails on every survivor (a
+  // broadcast's root), if any: when it is lost, nobody joins either.
+  MemberId needs = kNoMember;
 };
 
 // What a round decided, the same on every process.
@@ -50,6 +59,7 @@ struct RoundOutcome {
   int members = 0;          // members present
   int target_size = 0;      // the size the members want (the largest any gave)
   int joiners = 0;          // spares admitted in this round
+  bool held = false;        // spares were wanted, but the members could not take them now
   int spares_left = 0;      // spares still waiting after it
   bool joined = false;      // this process is a spare admitted now
   bool left = false;        // this process is a member that leaves (released)
@@ -57,6 +67,10 @@ struct RoundOutcome {
   // positions no staying member holds, lowest first, then the end); null on
   // a spare that stays in the pool and on a member that leaves.
   ulfm::CommHandle grown;
+  // The application's rank of each rank of `grown` when `grown` is the
+  // pool's own communicator (every process of the pool stays or joins);
+  // empty when `grown` is in that order already (split off the pool).
+  std::vector<int> positions;
   std::vector<MemberId> present;   // ids of the members that stay, in position order
   std::vector<MemberId> released;  // ids of the members that leave, in position order
 };
@@ -95,6 +109,8 @@ class SparePool {
   // Where the last round's time went, for the log: "shrink 1.2 ms, roster
   // 0.4 ms, split 0.9 ms" (summed over its attempts).
   std::string laps() const;
+  // Of which the revoke and shrink of the pool, in seconds.
+  double shrink_seconds() const { return shrink_seconds_; }
 
  private:
   // Replaces the pool by its live processes (`from` is the world at first);

@@ -73,6 +73,7 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
     entry.view_size = view_.size;
     entry.target_size = target_size_;
     entry.leaving = leaving ? 1 : 0;
+    entry.seq = static_cast<std::int64_t>(joiner_next_seq);
     const auto round_start = Clock::now();
     membership::RoundOutcome round = pool_->round(entry);
     pool_seconds += seconds_since(round_start);
@@ -81,8 +82,10 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
     if (round.left) return false;
     if (round.joiners == 0 && round.present == epoch_->members) return true;  // nothing changed
     if (faults_.armed()) faults_.at(FaultPhase::Admit, current_seq_, attempt, epoch_->number);
-    auto next =
-        builder_.build(epoch_.get(), membership::Grow{round.joiners, std::move(round.grown)}, my_state(seq));
+    auto next = builder_.build(
+        epoch_.get(),
+        membership::Grow{round.joiners, std::move(round.grown), false, std::move(round.positions)},
+        my_state(seq));
     if (next->ready && install_grown(std::move(next), joiner_next_seq)) break;
     log("a failure interrupted a round of the pool; another round");
   }
@@ -91,7 +94,7 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
   if (!pending_) change.old_epoch = view_.number, change.old_size = view_.size;
   change.new_epoch = epoch_->number;
   change.new_size = epoch_->size;
-  change.new_rank = epoch_->rank;
+  change.new_rank = epoch_->app_rank();
   std::sort(released.begin(), released.end());
   change.lost = missing_from(missing_from(view_.members, epoch_->members), released);
   change.joined = missing_from(epoch_->members, view_.members);
@@ -115,7 +118,7 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
     for (int id : v) s += (s.empty() ? "" : ", ") + std::to_string(id);
     return s;
   };
-  const LogLevel level = epoch_->rank == 0 ? LogLevel::Info : LogLevel::Debug;
+  const LogLevel level = epoch_->app_rank() == 0 ? LogLevel::Info : LogLevel::Debug;
   const std::string size =
       std::to_string(change.new_size) + " ranks, epoch " + std::to_string(epoch_->number);
   if (!released.empty())
@@ -131,6 +134,114 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
   return true;
 }
 
+Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
+    const membership::MemberInfo& mine, const std::string& cause) {
+  const auto start = Clock::now();
+  const std::uint64_t old_epoch = epoch_->number;
+  const std::vector<membership::MemberId> old_members = epoch_->members;
+  const std::vector<membership::MemberInfo> old_infos = epoch_->infos;
+  const int old_size = epoch_->size;
+  stop_device_collectives();
+  log_failure_noticed(mine, cause);
+  double shrink_seconds = 0, pool_seconds = 0, rebuild_seconds = 0, install_seconds = 0;
+  int attempts = 0;
+  bool held = false;
+  for (int attempt = 0;; ++attempt) {
+    if (seconds_since(start) > settings_.recovery_timeout_seconds)
+      throw Error(Errc::Internal, "recovery did not complete within " +
+                                      std::to_string(settings_.recovery_timeout_seconds) +
+                                      " s (RINGMEND_RECOVERY_TIMEOUT)");
+    if (faults_.armed()) faults_.at(FaultPhase::Recovery, current_seq_, attempt, old_epoch);
+    // Stop using the epoch's channels (kept open until the next epoch is
+    // agreed), and revoke it: a member waiting in them learns of the
+    // recovery from the revoke, and the spares from the pool's (the round).
+    epoch_->retire();
+    ulfm::revoke(epoch_->ctrl.get());
+    const auto& seen = view_.members;
+    const auto at = std::find(seen.begin(), seen.end(), epoch_->my_id());
+    membership::PoolEntry entry;
+    entry.id = epoch_->my_id();
+    entry.position = at != seen.end() ? static_cast<int>(at - seen.begin()) : view_.size + epoch_->rank;
+    entry.view_size = view_.size;
+    entry.target_size = target_size_;
+    entry.seq = mine.seq;
+    // A joiner resumes inside this collective: not one that errs, that some
+    // member has finished or that the application did not make itself.
+    entry.hold = mine.errc >= 0 || mine.finalizing || requesting_ ? 1 : 0;
+    entry.needs = call_root_;
+    const auto round_start = Clock::now();
+    membership::RoundOutcome round = pool_->round(entry);
+    pool_seconds += seconds_since(round_start);
+    shrink_seconds += pool_->shrink_seconds();
+    attempts = attempt + 1;
+    target_size_ = round.target_size;
+    held = round.held;
+    if (faults_.armed()) faults_.at(FaultPhase::Rebuild, current_seq_, attempt, old_epoch);
+    if (round.joiners > 0 && faults_.armed()) faults_.at(FaultPhase::Admit, current_seq_, attempt, old_epoch);
+    const auto rebuild_start = Clock::now();
+    auto next = builder_.build(
+        epoch_.get(),
+        membership::Grow{round.joiners, std::move(round.grown), false, std::move(round.positions)}, mine);
+    rebuild_seconds += seconds_since(rebuild_start);
+    const auto install_start = Clock::now();
+    // The joiners' first call is the one the members are in.
+    const bool installed =
+        next->ready && install_grown(std::move(next), static_cast<std::uint64_t>(mine.seq));
+    install_seconds += seconds_since(install_start);
+    if (installed) break;
+    log("a failure interrupted the rebuild; recovering again");
+  }
+  RecoveryOutcome out;
+  out.infos = epoch_->infos;
+  // A joiner has no collective state of its own: it starts in the members'.
+  for (auto& info : out.infos)
+    if (info.joining) info.seq = mine.seq, info.held[0] = info.held[1] = 0;
+  out.lost = missing_from(old_members, epoch_->members);
+  MembershipChange& change = out.change;
+  change.old_epoch = old_epoch;
+  change.new_epoch = epoch_->number;
+  change.lost = out.lost;
+  change.joined = missing_from(epoch_->members, old_members);
+  change.old_size = old_size;
+  change.new_size = epoch_->size;
+  change.new_rank = epoch_->app_rank();
+  // As after a recovery and an admission made one after the other: the
+  // recovery proper (the round, the new epoch), then the admission (the
+  // state, the agreement that makes the epoch current).
+  change.admit_seconds = change.joined.empty() ? 0 : install_seconds;
+  change.recovery_seconds = seconds_since(start) - change.admit_seconds;
+  change.shrink_seconds = shrink_seconds;
+  change.rebuild_seconds = change.recovery_seconds - shrink_seconds;
+  change.state_seconds = state_seconds_;
+  change.state_bytes = state_bytes_;
+  change.attempts = attempts;
+  set_log_place(epoch_->my_id(), epoch_->number);
+  const std::string what = out.lost.empty() ? "rebuilt the epoch, no member lost,"
+                                            : std::string("recovered from the loss of member") +
+                                                  (out.lost.size() == 1 ? " " : "s ") +
+                                                  with_nodes(out.lost, old_members, old_infos);
+  std::string joiner_ids;
+  for (int id : change.joined) joiner_ids += (joiner_ids.empty() ? "" : ", ") + std::to_string(id);
+  const int spares = pool_->spares_left();
+  const std::string admitted = change.joined.empty()
+                                   ? (held ? "; spares wait for the next call every member is in" : "")
+                                   : "; spare" + std::string(change.joined.size() == 1 ? " " : "s ") +
+                                         joiner_ids + " admitted, " + std::to_string(spares) +
+                                         (spares == 1 ? " spare" : " spares") + " left";
+  char times[256];
+  std::snprintf(
+      times, sizeof times,
+      "in %.1f ms (pool round %.1f ms: %s; rebuild %.1f ms; state and agreement %.1f ms, %d attempt%s)",
+      (change.recovery_seconds + change.admit_seconds) * 1e3, pool_seconds * 1e3, pool_->laps().c_str(),
+      rebuild_seconds * 1e3, install_seconds * 1e3, attempts, attempts == 1 ? "" : "s");
+  ringmend::log(epoch_->app_rank() == 0 ? LogLevel::Info : LogLevel::Debug,
+                what + " in collective #" + std::to_string(mine.seq) + " (noticed as: " + cause +
+                    "): " + std::to_string(old_size) + " -> " + std::to_string(epoch_->size) +
+                    " ranks, epoch " + std::to_string(epoch_->number) + admitted + ", " + times +
+                    "; rebuild steps: " + builder_.laps());
+  return out;
+}
+
 void Communicator::Impl::serve_as_spare() {
   ringmend::log(LogLevel::Debug, "spare: waiting to be admitted");
   for (int rounds = 0;; ++rounds) {
@@ -143,8 +254,9 @@ void Communicator::Impl::serve_as_spare() {
     // The size the job keeps (grow and release change it): a joiner
     // decides as the members do when the next member is lost.
     target_size_ = round.target_size;
-    auto next = builder_.build(nullptr, membership::Grow{round.joiners, std::move(round.grown), true},
-                               membership::MemberInfo{});
+    auto next = builder_.build(
+        nullptr, membership::Grow{round.joiners, std::move(round.grown), true, std::move(round.positions)},
+        membership::MemberInfo{});
     if (next->ready && install_grown(std::move(next), 0)) break;
     // The epoch failed: a spare again, until the members' next round.
   }
@@ -153,8 +265,9 @@ void Communicator::Impl::serve_as_spare() {
   if (!state_mismatch_.empty()) throw Error(Errc::InvalidArgument, state_mismatch_);
   set_log_place(epoch_->my_id(), epoch_->number);
   ringmend::log(LogLevel::Debug, "spare admitted as member " + std::to_string(epoch_->my_id()) + ", rank " +
-                                     std::to_string(epoch_->rank) + " of " + std::to_string(epoch_->size) +
-                                     "; its first collective is #" + std::to_string(seq + 1));
+                                     std::to_string(epoch_->app_rank()) + " of " +
+                                     std::to_string(epoch_->size) + "; its first collective is #" +
+                                     std::to_string(seq + 1));
 }
 
 bool Communicator::Impl::install_grown(std::unique_ptr<membership::Epoch> next,
@@ -263,7 +376,7 @@ void Communicator::Impl::dismiss_spares() {
   if (!pool_ || !epoch_) return;
   membership::PoolEntry entry;
   entry.id = epoch_->my_id();
-  entry.position = epoch_->rank;
+  entry.position = epoch_->app_rank();
   entry.view_size = epoch_->size;
   entry.target_size = target_size_;
   entry.ending = 1;

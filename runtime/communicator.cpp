@@ -104,7 +104,7 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
     update_view();
     set_log_place(epoch_->my_id(), epoch_->number);
     log("epoch set up: " + builder_.laps());
-    if (epoch_->size < target_size_ && epoch_->rank == 0)
+    if (epoch_->size < target_size_ && epoch_->app_rank() == 0)
       ringmend::log(LogLevel::Info, "started with " + std::to_string(epoch_->size) + " of " +
                                         std::to_string(target_size_) +
                                         " members: the others died during start-up");
@@ -170,7 +170,7 @@ std::string Communicator::Impl::validate(const CollectiveCall& c) const {
     }
     std::string operator+(const std::string& rest) const { return std::string(*this) + rest; }
     std::string operator+(const char* rest) const { return std::string(*this) + rest; }
-  } at{c, epoch_->rank};
+  } at{c, view_.rank};
   if (c.kind == coll::CollectiveKind::Allreduce) {
     if (!is_valid(c.type)) return at + "unsupported data type " + std::to_string(static_cast<int>(c.type));
     if (!is_valid(c.op)) return at + "unsupported reduction " + std::to_string(static_cast<int>(c.op));
@@ -277,6 +277,7 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
   const membership::MemberId root_id = call.kind == coll::CollectiveKind::Broadcast && input_error.empty()
                                            ? view_.members[static_cast<std::size_t>(call.root)]
                                            : membership::kNoMember;
+  call_root_ = root_id;
   const int size_at_start = view_.size;
   CollectiveCall c = call;  // the root is renumbered after a membership change
   // The root's rank in the current epoch, or RootLost on every survivor.
@@ -401,7 +402,7 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
 // ---------------------------------------------------------------- recovery
 
 void Communicator::Impl::update_view() {
-  View next{epoch_->rank, epoch_->size, epoch_->number, epoch_->my_id(), epoch_->members};
+  View next{epoch_->app_rank(), epoch_->size, epoch_->number, epoch_->my_id(), epoch_->ranked};
   std::lock_guard lock(view_mutex_);
   view_ = std::move(next);
 }
@@ -451,12 +452,28 @@ MembershipChange Communicator::Impl::merged(const MembershipChange& first, const
   MembershipChange m = then;
   m.old_epoch = first.old_epoch;
   m.old_size = first.old_size;
-  m.lost = first.lost;
-  m.lost.insert(m.lost.end(), then.lost.begin(), then.lost.end());
-  std::sort(m.lost.begin(), m.lost.end());
+  // From the membership before `first` to the one after `then`: a joiner of
+  // `first` lost in `then` was never seen, neither joining nor lost.
+  const auto in = [](const std::vector<int>& v, int id) {
+    return std::find(v.begin(), v.end(), id) != v.end();
+  };
+  m.lost.clear();
+  for (const auto* from : {&first.lost, &then.lost})
+    for (int id : *from)
+      if (!in(first.joined, id)) m.lost.push_back(id);
+  m.joined.clear();
+  for (const auto* from : {&first.joined, &then.joined})
+    for (int id : *from)
+      if (!in(then.lost, id)) m.joined.push_back(id);
+  m.released = first.released;
+  m.released.insert(m.released.end(), then.released.begin(), then.released.end());
+  for (auto* v : {&m.lost, &m.joined, &m.released}) std::sort(v->begin(), v->end());
   m.recovery_seconds += first.recovery_seconds;
   m.shrink_seconds += first.shrink_seconds;
   m.rebuild_seconds += first.rebuild_seconds;
+  m.admit_seconds += first.admit_seconds;
+  m.state_seconds += first.state_seconds;
+  m.state_bytes += first.state_bytes;
   m.attempts += first.attempts;
   return m;
 }
@@ -520,8 +537,36 @@ void Communicator::Impl::catch_up(std::uint64_t behind_seq, const std::vector<me
   broadcast_retained(behind_seq, root, bytes);
 }
 
+std::string Communicator::Impl::with_nodes(const std::vector<membership::MemberId>& ids,
+                                           const std::vector<membership::MemberId>& members,
+                                           const std::vector<membership::MemberInfo>& infos) {
+  std::string text;
+  for (int id : ids) {
+    const auto at = std::find(members.begin(), members.end(), id);
+    const std::string node =
+        at == members.end() ? "?" : infos[static_cast<std::size_t>(at - members.begin())].node;
+    text += (text.empty() ? "" : ", ") + std::to_string(id) + " (node " + node + ")";
+  }
+  return text;
+}
+
+void Communicator::Impl::log_failure_noticed(const membership::MemberInfo& mine,
+                                             const std::string& cause) const {
+  if (!log_enabled(LogLevel::Debug) || !epoch_) return;
+  std::string failed;
+  for (int r : ulfm::known_failed(epoch_->ctrl.get())) failed += " " + std::to_string(r);
+  log("failure noticed in collective #" + std::to_string(mine.seq) + " (" + cause +
+      "): recovering; ranks MPI already reports failed:" + (failed.empty() ? " none" : failed));
+}
+
 Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership::MemberInfo& mine,
                                                                 const std::string& cause) {
+  // With spares waiting, one round of the pool both drops the dead and
+  // admits their replacements (admission.cpp). Every member takes the same
+  // branch: the pool's count and the epochs are the same on all of them.
+  if (pool_ && epoch_ && !attempt_ && settings_.spare_policy == SparePolicy::Replace &&
+      pool_->spares_left() > 0)
+    return recover_with_spares(mine, cause);
   const auto start = Clock::now();
   const std::uint64_t old_epoch = epoch_ ? epoch_->number : 0;
   const int old_size = epoch_ ? epoch_->size : static_cast<int>(attempt_members_.size());
@@ -540,12 +585,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
     // At start-up: the first attempt, if it got as far as its exchange.
     old_members = attempt_->members, old_infos = attempt_->infos;
   }
-  if (log_enabled(LogLevel::Debug) && epoch_) {
-    std::string failed;
-    for (int r : ulfm::known_failed(epoch_->ctrl.get())) failed += " " + std::to_string(r);
-    log("failure noticed in collective #" + std::to_string(mine.seq) + " (" + cause +
-        "): recovering; ranks MPI already reports failed:" + (failed.empty() ? " none" : failed));
-  }
+  log_failure_noticed(mine, cause);
   for (int attempt = 0;; ++attempt) {
     if (seconds_since(start) > settings_.recovery_timeout_seconds)
       throw Error(Errc::Internal, "recovery did not complete within " +
@@ -602,7 +642,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
   change.lost = out.lost;
   change.old_size = old_size;
   change.new_size = epoch_->size;
-  change.new_rank = epoch_->rank;
+  change.new_rank = epoch_->app_rank();
   change.recovery_seconds = seconds_since(start);
   change.shrink_seconds = shrink_seconds;
   change.rebuild_seconds = rebuild_seconds;
@@ -610,13 +650,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
   set_log_place(epoch_->my_id(), epoch_->number);
   // One line per recovery for the operator (from the new epoch's first
   // rank; the others say it at debug level).
-  std::string lost_text;
-  for (int id : out.lost) {
-    const auto at = std::find(old_members.begin(), old_members.end(), id);
-    const std::string node =
-        at == old_members.end() ? "?" : old_infos[static_cast<std::size_t>(at - old_members.begin())].node;
-    lost_text += (lost_text.empty() ? "" : ", ") + std::to_string(id) + " (node " + node + ")";
-  }
+  const std::string lost_text = with_nodes(out.lost, old_members, old_infos);
   char times[160];
   std::snprintf(times, sizeof times, "in %.1f ms (revoke+shrink %.1f ms, rebuild %.1f ms, %d attempt%s)",
                 change.recovery_seconds * 1e3, shrink_seconds * 1e3, rebuild_seconds * 1e3, attempts,
@@ -624,7 +658,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
   const std::string what = out.lost.empty() ? "rebuilt the epoch, no member lost,"
                                             : std::string("recovered from the loss of member") +
                                                   (out.lost.size() == 1 ? " " : "s ") + lost_text;
-  ringmend::log(epoch_->rank == 0 ? LogLevel::Info : LogLevel::Debug,
+  ringmend::log(epoch_->app_rank() == 0 ? LogLevel::Info : LogLevel::Debug,
                 what + " in collective #" + std::to_string(mine.seq) + " (noticed as: " + cause + "): " +
                     std::to_string(old_size) + " -> " + std::to_string(epoch_->size) + " ranks, epoch " +
                     std::to_string(epoch_->number) + ", " + times + "; rebuild steps: " + builder_.laps());

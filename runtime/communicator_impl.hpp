@@ -201,6 +201,15 @@ struct Communicator::Impl final : transport::WaitContext {
   std::string validate(const CollectiveCall& call) const;
   void execute(const CollectiveCall& call, std::uint64_t call_seq);
   RecoveryOutcome recover(const membership::MemberInfo& mine, const std::string& cause);
+  // The recovery of a job with spares waiting (admission.cpp): one round of
+  // the pool drops the dead and admits spares in their places, when every
+  // member is in the same collective; else it only drops them.
+  RecoveryOutcome recover_with_spares(const membership::MemberInfo& mine, const std::string& cause);
+  void log_failure_noticed(const membership::MemberInfo& mine, const std::string& cause) const;
+  // "2 (node n1), 5 (node n2)": `ids` with the nodes `infos` gives them.
+  static std::string with_nodes(const std::vector<membership::MemberId>& ids,
+                                const std::vector<membership::MemberId>& members,
+                                const std::vector<membership::MemberInfo>& infos);
   void catch_up(std::uint64_t behind_seq, const std::vector<membership::MemberInfo>& infos,
                 std::size_t bytes);
   void broadcast_retained(std::uint64_t seq_of_result, int root, std::size_t bytes);
@@ -230,7 +239,9 @@ struct Communicator::Impl final : transport::WaitContext {
   // Runtime started (StateBuffer): raised once it is a member, so that the
   // admission itself completes on every process.
   std::string state_mismatch_;
-  bool requesting_ = false;                   // in the call of a grow or release request
+  bool requesting_ = false;  // in the call of a grow or release request
+  // The root (member id) of the broadcast being called, else kNoMember.
+  membership::MemberId call_root_ = membership::kNoMember;
   std::unique_ptr<membership::Epoch> epoch_;  // the last epoch every member agreed on
   View view_;
   mutable std::mutex view_mutex_;            // view_ is written on the thread that runs the calls

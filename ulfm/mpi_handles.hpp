@@ -3,40 +3,46 @@
 
 #include <mpi.h>
 
+#include <memory>
 #include <utility>
 
 namespace ringmend::ulfm {
 
-// Owns a communicator; frees it on destruction. Freeing a revoked
-// communicator is allowed by ULFM and completes locally.
+// Owns a communicator; frees it when its last owner goes (share() makes
+// another owner: the spare pool lends its communicator to an epoch that
+// admitted every spare, so that no new one has to be agreed on). Freeing a
+// revoked communicator is allowed by ULFM and completes locally.
 class CommHandle {
  public:
   CommHandle() = default;
-  explicit CommHandle(MPI_Comm c) : comm_(c) {}
-  ~CommHandle() { reset(); }
+  explicit CommHandle(MPI_Comm c) : owner_(c == MPI_COMM_NULL ? nullptr : std::make_shared<Owner>(c)) {}
   CommHandle(const CommHandle&) = delete;
   CommHandle& operator=(const CommHandle&) = delete;
-  CommHandle(CommHandle&& o) noexcept : comm_(std::exchange(o.comm_, MPI_COMM_NULL)) {}
-  CommHandle& operator=(CommHandle&& o) noexcept {
-    if (this != &o) {
-      reset();
-      comm_ = std::exchange(o.comm_, MPI_COMM_NULL);
-    }
-    return *this;
-  }
-  MPI_Comm get() const { return comm_; }
-  explicit operator bool() const { return comm_ != MPI_COMM_NULL; }
-  void reset() {
-    if (comm_ != MPI_COMM_NULL) {
-      int finalized = 0;
-      MPI_Finalized(&finalized);
-      if (!finalized) MPI_Comm_free(&comm_);
-      comm_ = MPI_COMM_NULL;
-    }
+  CommHandle(CommHandle&&) noexcept = default;
+  CommHandle& operator=(CommHandle&&) noexcept = default;
+  ~CommHandle() = default;
+  MPI_Comm get() const { return owner_ ? owner_->comm : MPI_COMM_NULL; }
+  explicit operator bool() const { return owner_ != nullptr; }
+  void reset() { owner_.reset(); }
+  CommHandle share() const {
+    CommHandle other;
+    other.owner_ = owner_;
+    return other;
   }
 
  private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  struct Owner {
+    explicit Owner(MPI_Comm c) : comm(c) {}
+    ~Owner() {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Comm_free(&comm);
+    }
+    Owner(const Owner&) = delete;
+    Owner& operator=(const Owner&) = delete;
+    MPI_Comm comm;
+  };
+  std::shared_ptr<Owner> owner_;
 };
 
 // Owns a group.

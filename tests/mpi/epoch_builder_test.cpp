@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
     // Grow: world rank 2 comes back as a new process would, with no epoch.
     MPI_Comm grown = MPI_COMM_NULL;
     MPI_Comm_dup(MPI_COMM_WORLD, &grown);
-    auto e2 = builder.build(e1.get(), membership::Grow{1, ulfm::CommHandle(grown)}, mine);
+    auto e2 = builder.build(e1.get(), membership::Grow{1, ulfm::CommHandle(grown), false, {}}, mine);
     expect(e2->ready, "Grow: epoch not ready");
     expect(e2->number == 2 && e2->size == 4, "Grow: wrong epoch number or size");
     expect(e2->members == std::vector<MemberId>{0, 1, 4, 3}, "Grow: the joiner did not get a new id");
