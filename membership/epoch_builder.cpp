@@ -68,7 +68,8 @@ void EpochBuilder::step_done(BuildStep step, const Epoch& e) {
   if (after_step) after_step(step, e);
 }
 
-std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transition, MemberInfo mine) {
+std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transition, MemberInfo mine,
+                                           const BeforeAgreement& before_agreement) {
   auto e = std::make_unique<Epoch>();
   laps_.clear();
   lap_start_ = now_seconds();
@@ -107,19 +108,42 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   std::string shm_error;
   bool want_shm = false;
   if (ok) {
-    plan(*e, settings_.shm);
+    const bool shm_everywhere =
+        std::none_of(e->infos.begin(), e->infos.end(), [](const MemberInfo& i) { return i.no_shm != 0; });
+    plan(*e, settings_.shm && shm_everywhere);
     want_shm = e->layout.node_shm;
     step_done(BuildStep::Plan, *e);
     ok = connect(*e, lost ? from : nullptr, shm_error);
     step_done(BuildStep::Fabric, *e);
+  }
+  bool took_part = true;
+  if (ok && before_agreement) {
+    // Without its shared memory this rank cannot serve the work, and its
+    // peers in it would wait for it: it fails the build (see no_shm_).
+    ok = shm_error.empty();
+    e->monitor = std::make_unique<ulfm::FailureMonitor>(comm);
+    try {
+      if (ok) took_part = before_agreement(*e);
+    } catch (const transport::Interrupted&) {
+      ok = false;
+    } catch (const transport::Mismatch&) {
+      ok = false;
+    }
   }
   if (!ok) ulfm::revoke(comm);  // make sure nobody waits for this rank
   // Agreement makes the outcome uniform: either every member goes on with
   // this epoch, or every member builds again. Bit 1: this rank is ready;
   // bit 2: it has the shared memory its plan asked for.
   int flag = (ok ? 1 : 0) | (want_shm && shm_error.empty() ? 2 : 0);
-  int rc = ulfm::agree(comm, flag);
+  int rc = !took_part && e->oversubscribed ? ulfm::agree_sleeping(comm, flag) : ulfm::agree(comm, flag);
   if (e->fabric) e->fabric->unlink_names();  // every local rank has attached, or given up
+  if (before_agreement && rc == MPI_SUCCESS && want_shm && !(flag & 2)) {
+    no_shm_ = true;
+    if (!shm_error.empty() || e->rank == 0)
+      log(LogLevel::Warn, "shared memory unavailable (" +
+                              (shm_error.empty() ? std::string("on another node") : shm_error) +
+                              "); the next membership uses UCX inside nodes too");
+  }
   if (rc == MPI_SUCCESS && (flag & 1) && want_shm && !(flag & 2)) {
     // Some node could not open its shared memory: the same members, flat.
     if (!shm_error.empty() || e->rank == 0)
@@ -136,7 +160,7 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   step_done(BuildStep::Agreement, *e);
   e->ready = rc == MPI_SUCCESS && (flag & 1);
   if (!e->ready) return e;
-  e->monitor = std::make_unique<ulfm::FailureMonitor>(comm);
+  if (!e->monitor) e->monitor = std::make_unique<ulfm::FailureMonitor>(comm);
   if (settings_.debug_topo && e->rank == 0) {
     std::vector<topo::Location> where;
     for (const auto& i : e->infos) where.push_back(i.where);
@@ -211,6 +235,7 @@ bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool s
   mine.machine = machine_id();
   std::snprintf(mine.node, sizeof mine.node, "%s", node_name().c_str());
   mine.host = host_;
+  mine.no_shm = no_shm_ ? 1 : 0;
   // Every rank takes the same branch: all have `from` after a Shrink of a
   // ready epoch (the survivors all come from it), none at start-up.
   if (from && lost) {

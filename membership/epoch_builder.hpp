@@ -88,10 +88,20 @@ class EpochBuilder {
   // Called after each step, on every member (fault injection, timing).
   std::function<void(BuildStep, const Epoch&)> after_step;
 
+  // Work done over the new epoch's channels before its agreement, so that
+  // the agreement covers it too (a Grow: the state sent to the joiners; one
+  // agreement fewer, which across nodes costs tens of milliseconds). It
+  // throws transport::Interrupted or Mismatch when it fails, and returns
+  // whether this rank took part (one that did not sleeps in the agreement
+  // on a machine with fewer CPUs than ranks). The epoch's failure monitor
+  // is armed by then.
+  using BeforeAgreement = std::function<bool(Epoch&)>;
+
   // Builds the epoch that follows `from` (null at Start and for a joiner)
   // by `transition`. `mine` carries this member's collective state (seq,
   // finalizing, an input error); the builder fills in its identity.
-  std::unique_ptr<Epoch> build(const Epoch* from, Transition transition, MemberInfo mine);
+  std::unique_ptr<Epoch> build(const Epoch* from, Transition transition, MemberInfo mine,
+                               const BeforeAgreement& before_agreement = {});
 
   // Where the last build's time went, step by step (for logs).
   const std::string& laps() const { return laps_; }
@@ -125,6 +135,11 @@ class EpochBuilder {
   std::string laps_;
   double lap_start_ = 0;
   int host_ = -1;
+  // A build with work before its agreement cannot fall back to UCX inside
+  // a node that lacks shared memory (that needs a second agreement): it
+  // fails, and this process's later builds plan without shared memory, as
+  // do those of everyone it builds with (MemberInfo::no_shm).
+  bool no_shm_ = false;
 };
 
 }  // namespace ringmend::membership

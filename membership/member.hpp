@@ -26,6 +26,7 @@ struct MemberInfo {
   std::int32_t node_key = -1;  // control rank of this node's first rank
   std::int32_t host = -1;      // world rank of the first process of its node, if known (SparePool)
   std::int32_t pid = 0;        // watched by node peers; names the node's segment
+  std::int32_t no_shm = 0;     // 1: a build it took part in found a node without shared memory
   std::uint64_t machine = 0;   // identifies the physical machine (boot id), to count ranks per CPU
   std::uint64_t nonce = 0;     // makes the node's segment name unique
   topo::Location where;        // hwloc binding, for the local order

@@ -13,11 +13,15 @@
 //      join and at which positions, which members leave (a release), or
 //      that the job is over;
 //   5. the members that stay and the joiners split off their communicator,
-//      from which the epoch builder makes the Grow epoch.
+//      from which the epoch builder makes the Grow epoch; when every
+//      process of the pool stays or joins, the pool's own communicator is
+//      lent to that epoch instead (no split to agree on).
 //
-// Members start a round at a collective-call boundary that every member
-// reaches in the same call (docs/elastic.md): to replace lost members, on
-// request (grow, release), and at the end. A spare never starts one.
+// Members start a round when they recover from a failure with spares
+// waiting (the round drops the dead and replaces them), at a collective-
+// call boundary that every member reaches in the same call (spares that
+// could not join during a recovery; a grow or release request), and at
+// the end (docs/elastic.md). A spare never starts one.
 #pragma once
 
 #include <mpi.h>

@@ -1,14 +1,18 @@
 // Spares admitted into the membership, members released from it, and the
 // state the joiners receive.
 //
-// Members regroup at a collective-call boundary that every member reaches
-// in the same call (settle(), see communicator.cpp, or a request: grow or
-// release, resize.cpp): one round of the spare pool
-// (membership/spare_pool.hpp) decides who joins and where, who leaves,
-// the epoch builder makes the Grow epoch, one survivor sends the registered
-// state straight to each joiner over that epoch's channels, and an agreement makes
-// it current on every member, or on none (then the members go round again
-// and the joiners wait as spares again). docs/elastic.md tells the story.
+// A recovery with spares waiting (recover_with_spares) takes one round of
+// the spare pool (membership/spare_pool.hpp) instead of shrinking the
+// members' communicator: the round drops the dead and decides which spares
+// take their places. Members also regroup at a collective-call boundary
+// that every member reaches in the same call (settle(), see
+// communicator.cpp, for spares that could not join during the recovery;
+// a request: grow or release, resize.cpp). Either way the epoch builder
+// makes the Grow epoch, and before its agreement one survivor sends the
+// registered state straight to each joiner over that epoch's channels: the
+// agreement makes the epoch and the state current on every member, or on
+// none (then the members go round again and the joiners wait as spares
+// again). docs/elastic.md tells the story.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,24 +29,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// The state transfer's waits: the communicator's checks, but yielding the
-// CPU only when the ranks that take part on this machine (the sender and
-// the joiners) outnumber its CPUs. The epoch may be oversubscribed while
-// they are not: the other members sleep in the agreement meanwhile
-// (ulfm::agree_sleeping), and a wait that sleeps between chunks would make
-// the transfer ten times slower than the link.
-class TransferWait final : public transport::WaitContext {
- public:
-  TransferWait(transport::WaitContext& inner, bool crowded) : inner_(inner), crowded_(crowded) {}
-  void check() override { inner_.check(); }
-  void on_phase(transport::Phase phase, int step) override { inner_.on_phase(phase, step); }
-  bool oversubscribed() const override { return crowded_; }
-
- private:
-  transport::WaitContext& inner_;
-  bool crowded_;
-};
-
 std::vector<int> missing_from(const std::vector<int>& these, const std::vector<int>& those) {
   std::vector<int> out;
   for (int id : these)
@@ -52,6 +38,30 @@ std::vector<int> missing_from(const std::vector<int>& these, const std::vector<i
 }
 
 }  // namespace
+
+// The state transfer's waits, in an epoch not yet agreed on: its failure
+// monitor, the call's deadline and the fault rules at its number, yielding
+// the CPU only when the ranks that take part on this machine (the sender
+// and the joiners) outnumber its CPUs. The epoch may be oversubscribed
+// while they are not: the other members sleep in the agreement meanwhile
+// (ulfm::agree_sleeping), and a wait that sleeps between chunks would make
+// the transfer ten times slower than the link.
+struct Communicator::Impl::TransferWait final : transport::WaitContext {
+  TransferWait(Impl& impl, const membership::Epoch& e, bool crowded)
+      : impl_(impl), e_(e), crowded_(crowded) {}
+  void check() override {
+    if (e_.monitor && e_.monitor->failure_noticed())
+      throw transport::Interrupted("MPI reported a failed process or a revoked communicator");
+    impl_.check_deadline();
+  }
+  void on_phase(transport::Phase phase, int step) override { impl_.fault_at(phase, step, e_.number); }
+  bool oversubscribed() const override { return crowded_; }
+
+ private:
+  Impl& impl_;
+  const membership::Epoch& e_;
+  bool crowded_;
+};
 
 bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
   const auto start = Clock::now();
@@ -82,11 +92,7 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
     if (round.left) return false;
     if (round.joiners == 0 && round.present == epoch_->members) return true;  // nothing changed
     if (faults_.armed()) faults_.at(FaultPhase::Admit, current_seq_, attempt, epoch_->number);
-    auto next = builder_.build(
-        epoch_.get(),
-        membership::Grow{round.joiners, std::move(round.grown), false, std::move(round.positions)},
-        my_state(seq));
-    if (next->ready && install_grown(std::move(next), joiner_next_seq)) break;
+    if (build_grown(round, joiner_next_seq, my_state(seq))) break;
     log("a failure interrupted a round of the pool; another round");
   }
   // One change for the application: from the membership it saw to this one.
@@ -143,7 +149,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
   const int old_size = epoch_->size;
   stop_device_collectives();
   log_failure_noticed(mine, cause);
-  double shrink_seconds = 0, pool_seconds = 0, rebuild_seconds = 0, install_seconds = 0;
+  double shrink_seconds = 0, pool_seconds = 0, rebuild_seconds = 0;
   int attempts = 0;
   bool held = false;
   for (int attempt = 0;; ++attempt) {
@@ -179,16 +185,10 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
     if (faults_.armed()) faults_.at(FaultPhase::Rebuild, current_seq_, attempt, old_epoch);
     if (round.joiners > 0 && faults_.armed()) faults_.at(FaultPhase::Admit, current_seq_, attempt, old_epoch);
     const auto rebuild_start = Clock::now();
-    auto next = builder_.build(
-        epoch_.get(),
-        membership::Grow{round.joiners, std::move(round.grown), false, std::move(round.positions)}, mine);
-    rebuild_seconds += seconds_since(rebuild_start);
-    const auto install_start = Clock::now();
     // The joiners' first call is the one the members are in.
-    const bool installed =
-        next->ready && install_grown(std::move(next), static_cast<std::uint64_t>(mine.seq));
-    install_seconds += seconds_since(install_start);
-    if (installed) break;
+    const bool built = build_grown(round, static_cast<std::uint64_t>(mine.seq), mine);
+    rebuild_seconds += seconds_since(rebuild_start);
+    if (built) break;
     log("a failure interrupted the rebuild; recovering again");
   }
   RecoveryOutcome out;
@@ -205,10 +205,10 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
   change.old_size = old_size;
   change.new_size = epoch_->size;
   change.new_rank = epoch_->app_rank();
-  // As after a recovery and an admission made one after the other: the
-  // recovery proper (the round, the new epoch), then the admission (the
-  // state, the agreement that makes the epoch current).
-  change.admit_seconds = change.joined.empty() ? 0 : install_seconds;
+  // Split as a recovery and an admission made one after the other would
+  // be: the recovery proper (the round, the new epoch), then what admitting
+  // added (the state sent to the joiners, inside the epoch's build).
+  change.admit_seconds = change.joined.empty() ? 0 : state_seconds_;
   change.recovery_seconds = seconds_since(start) - change.admit_seconds;
   change.shrink_seconds = shrink_seconds;
   change.rebuild_seconds = change.recovery_seconds - shrink_seconds;
@@ -231,9 +231,9 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
   char times[256];
   std::snprintf(
       times, sizeof times,
-      "in %.1f ms (pool round %.1f ms: %s; rebuild %.1f ms; state and agreement %.1f ms, %d attempt%s)",
+      "in %.1f ms (pool round %.1f ms: %s; new epoch %.1f ms, of which state %.1f ms; %d attempt%s)",
       (change.recovery_seconds + change.admit_seconds) * 1e3, pool_seconds * 1e3, pool_->laps().c_str(),
-      rebuild_seconds * 1e3, install_seconds * 1e3, attempts, attempts == 1 ? "" : "s");
+      rebuild_seconds * 1e3, state_seconds_ * 1e3, attempts, attempts == 1 ? "" : "s");
   ringmend::log(epoch_->app_rank() == 0 ? LogLevel::Info : LogLevel::Debug,
                 what + " in collective #" + std::to_string(mine.seq) + " (noticed as: " + cause +
                     "): " + std::to_string(old_size) + " -> " + std::to_string(epoch_->size) +
@@ -254,10 +254,7 @@ void Communicator::Impl::serve_as_spare() {
     // The size the job keeps (grow and release change it): a joiner
     // decides as the members do when the next member is lost.
     target_size_ = round.target_size;
-    auto next = builder_.build(
-        nullptr, membership::Grow{round.joiners, std::move(round.grown), true, std::move(round.positions)},
-        membership::MemberInfo{});
-    if (next->ready && install_grown(std::move(next), 0)) break;
+    if (build_grown(round, 0, membership::MemberInfo{})) break;
     // The epoch failed: a spare again, until the members' next round.
   }
   joined = true;
@@ -270,36 +267,27 @@ void Communicator::Impl::serve_as_spare() {
                                      std::to_string(seq + 1));
 }
 
-bool Communicator::Impl::install_grown(std::unique_ptr<membership::Epoch> next,
-                                       std::uint64_t joiner_next_seq) {
+bool Communicator::Impl::build_grown(membership::RoundOutcome& round, std::uint64_t joiner_next_seq,
+                                     const membership::MemberInfo& mine) {
+  // A joiner here is one of the world's spares (no previous epoch).
+  const bool joiner = round.joined;
+  auto next = builder_.build(
+      joiner ? nullptr : epoch_.get(),
+      membership::Grow{round.joiners, std::move(round.grown), joiner, std::move(round.positions)}, mine,
+      [&](const membership::Epoch& e) { return transfer_state(e, joiner_next_seq); });
+  if (!next->ready) {
+    next->retire();
+    retired_.push_back(std::move(next));
+    return false;
+  }
+  // Every member is in the new epoch: the old one's channels can close.
   std::unique_ptr<membership::Epoch> previous = std::exchange(epoch_, std::move(next));
-  bool ok = true, took_part = true;
-  try {
-    took_part = transfer_state(joiner_next_seq);
-  } catch (const transport::Interrupted&) {
-    ok = false;
-  } catch (const transport::Mismatch&) {
-    ok = false;
-  }
-  if (!ok) ulfm::revoke(epoch_->ctrl.get());
-  int flag = ok ? 1 : 0;
-  // A survivor that sends nothing waits for the state's sender and the
-  // joiners here; on a machine with fewer CPUs than ranks, it sleeps.
-  const int rc = !took_part && epoch_->oversubscribed ? ulfm::agree_sleeping(epoch_->ctrl.get(), flag)
-                                                      : ulfm::agree(epoch_->ctrl.get(), flag);
-  if (rc == MPI_SUCCESS && flag) {
-    // Every member is in the new epoch: the old one's channels can close.
-    if (previous) previous->retire();
-    retired_.clear();
-    return true;
-  }
-  epoch_->retire();
-  retired_.push_back(std::exchange(epoch_, std::move(previous)));
-  return false;
+  if (previous) previous->retire();
+  retired_.clear();
+  return true;
 }
 
-bool Communicator::Impl::transfer_state(std::uint64_t joiner_next_seq) {
-  const membership::Epoch& e = *epoch_;
+bool Communicator::Impl::transfer_state(const membership::Epoch& e, std::uint64_t joiner_next_seq) {
   state_seconds_ = 0;
   state_bytes_ = 0;
   state_mismatch_.clear();
@@ -309,7 +297,7 @@ bool Communicator::Impl::transfer_state(std::uint64_t joiner_next_seq) {
   const std::vector<int> joiners = e.joiner_ranks();
   const bool joining = e.infos[static_cast<std::size_t>(e.rank)].joining != 0;
   // Only the source and the joiners take part: the other survivors go on
-  // to the agreement, which waits for them (install_grown).
+  // to the epoch's agreement, which waits for them (EpochBuilder::build).
   if (e.rank != source && !joining) return false;
   const auto start = Clock::now();
   transport::Channel& channel = *e.channels().flat;
@@ -320,7 +308,7 @@ bool Communicator::Impl::transfer_state(std::uint64_t joiner_next_seq) {
   const std::size_t chunk = std::max(tuning().chunk_bytes, std::size_t{4} << 20);
   std::vector<int> taking_part = joiners;
   taking_part.push_back(source);
-  TransferWait wait(*this, e.crowd_this_machine(taking_part));
+  TransferWait wait(*this, e, e.crowd_this_machine(taking_part));
   // First the description (the joiners' next call, names and sizes), then
   // each entry, straight from the application's buffers to every joiner.
   const auto pass = [&](void* data, std::size_t bytes) {

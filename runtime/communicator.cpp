@@ -141,6 +141,10 @@ std::vector<std::byte>& Communicator::Impl::scratch_for(std::uint64_t call_seq, 
 void Communicator::Impl::check() {
   if (epoch_->monitor && epoch_->monitor->failure_noticed())
     throw transport::Interrupted("MPI reported a failed process or a revoked communicator");
+  check_deadline();
+}
+
+void Communicator::Impl::check_deadline() {
   if (!has_deadline_) return;
   if (!deadline_set_) {
     deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -153,8 +157,10 @@ void Communicator::Impl::check() {
   }
 }
 
-void Communicator::Impl::on_phase(transport::Phase phase, int step) {
-  if (faults_.armed()) faults_.at(fault_phase_of(phase), current_seq_, step, epoch_->number);
+void Communicator::Impl::on_phase(transport::Phase phase, int step) { fault_at(phase, step, epoch_->number); }
+
+void Communicator::Impl::fault_at(transport::Phase phase, int step, std::uint64_t epoch) {
+  if (faults_.armed()) faults_.at(fault_phase_of(phase), current_seq_, step, epoch);
 }
 
 // ------------------------------------------------------------- collectives

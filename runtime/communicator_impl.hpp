@@ -169,8 +169,18 @@ struct Communicator::Impl final : transport::WaitContext {
   void report_pending(CollectiveResult& result);
   // Makes a Grow epoch current once the joiners have the state and every
   // member agreed; false (and the previous epoch current again) otherwise.
-  bool install_grown(std::unique_ptr<membership::Epoch> next, std::uint64_t joiner_next_seq);
-  bool transfer_state(std::uint64_t joiner_next_seq);  // false: this rank took no part
+  // A Grow epoch whose joiners are to resume at call `joiner_next_seq`,
+  // built with the state sent to them before its agreement (null `from`
+  // on a joiner). Made current when ready (the previous one retired).
+  bool build_grown(membership::RoundOutcome& round, std::uint64_t joiner_next_seq,
+                   const membership::MemberInfo& mine);
+  // The registered state, from one survivor straight to each joiner over
+  // `e`'s channels; false: this rank took no part.
+  bool transfer_state(const membership::Epoch& e, std::uint64_t joiner_next_seq);
+  struct TransferWait;
+  // WaitContext's parts: the call's deadline, and a fault rule's point.
+  void check_deadline();
+  void fault_at(transport::Phase phase, int step, std::uint64_t epoch);
   // A broadcast over the current epoch's channels; `wire_seq` is the call
   // number its headers carry.
   void broadcast_bytes(void* buffer, std::size_t bytes, int root, std::uint64_t wire_seq);
