@@ -128,6 +128,8 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
       ok = false;
     } catch (const transport::Mismatch&) {
       ok = false;
+    } catch (const Error&) {  // a deadline: a failed build, not one rank gone with the others waiting
+      ok = false;
     }
   }
   if (!ok) ulfm::revoke(comm);  // make sure nobody waits for this rank

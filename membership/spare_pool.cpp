@@ -25,14 +25,17 @@ using Clock = std::chrono::steady_clock;
 
 bool SparePool::shrink_to_live(MPI_Comm from, int attempt) {
   int rc = MPI_SUCCESS;
-  // The world itself is not revoked: it stays usable to the application.
-  ulfm::ShrinkOutcome live = from == pool_.get() ? ulfm::revoke_and_shrink(from, rc) : ulfm::shrink(from, rc);
+  // The world itself is not revoked: it stays usable to the application;
+  // nor is a pool lent to the current epoch (lent_).
+  ulfm::ShrinkOutcome live =
+      from == pool_.get() && !lent_ ? ulfm::revoke_and_shrink(from, rc) : ulfm::shrink(from, rc);
   if (rc != MPI_SUCCESS) {
     if (!ulfm::is_failure_error(rc) || attempt >= kMaxAttempts)
       throw Error(Errc::Internal, "spare pool: MPIX_Comm_shrink failed: " + ulfm::error_string(rc));
     return false;
   }
   pool_ = std::move(live.comm);
+  lent_ = false;
   return true;
 }
 
@@ -186,6 +189,20 @@ RoundOutcome SparePool::round(const PoolEntry& mine) {
       one_step = one_step && !m.hold && m.seq == roster[static_cast<std::size_t>(members.front())].seq;
       out.present.push_back(m.id);
     }
+    // Members that recover and members that came for another reason: the
+    // latter join the recovery first (RoundOutcome::recovery_first).
+    int recovering = 0, present_members = 0;
+    for (const PoolEntry& e : roster)
+      if (e.id != kNoMember) ++present_members, recovering += e.recovering != 0;
+    if (recovering > 0 && recovering < present_members) {
+      out = RoundOutcome{};
+      out.recovery_first = true;
+      // The pool's ranks after this round's shrink (a spare watches them).
+      member_ranks_.clear();
+      for (int r = 0; r < size; ++r)
+        if (roster[static_cast<std::size_t>(r)].id != kNoMember) member_ranks_.push_back(r);
+      return out;
+    }
     for (int r : members) {
       const MemberId needed = roster[static_cast<std::size_t>(r)].needs;
       if (needed != kNoMember &&
@@ -231,6 +248,7 @@ RoundOutcome SparePool::round(const PoolEntry& mine) {
         out.positions[static_cast<std::size_t>(spares[static_cast<std::size_t>(j)])] =
             holes[static_cast<std::size_t>(j)];
       out.grown = pool_.share();
+      lent_ = true;
       member_ranks_.resize(static_cast<std::size_t>(size));
       std::iota(member_ranks_.begin(), member_ranks_.end(), 0);
       spares_left_ = 0;

@@ -54,6 +54,10 @@ struct PoolEntry {
   // The member without which that collective fails on every survivor (a
   // broadcast's root), if any: when it is lost, nobody joins either.
   MemberId needs = kNoMember;
+  // This member recovers from a failure. A member that came for another
+  // reason (spares to admit, a request) must join that recovery first: the
+  // round decides nothing (RoundOutcome::recovery_first).
+  std::int32_t recovering = 0;
 };
 
 // What a round decided, the same on every process.
@@ -64,9 +68,12 @@ struct RoundOutcome {
   int target_size = 0;      // the size the members want (the largest any gave)
   int joiners = 0;          // spares admitted in this round
   bool held = false;        // spares were wanted, but the members could not take them now
-  int spares_left = 0;      // spares still waiting after it
-  bool joined = false;      // this process is a spare admitted now
-  bool left = false;        // this process is a member that leaves (released)
+  // Some members recover and others came for another reason: nothing was
+  // decided; the others recover too, and all go round again.
+  bool recovery_first = false;
+  int spares_left = 0;  // spares still waiting after it
+  bool joined = false;  // this process is a spare admitted now
+  bool left = false;    // this process is a member that leaves (released)
   // Members that stay and joiners, ordered by position (joiners take the
   // positions no staying member holds, lowest first, then the end); null on
   // a spare that stays in the pool and on a member that leaves.
@@ -129,6 +136,11 @@ class SparePool {
   // The last round's time in its three MPI steps, in seconds.
   double shrink_seconds_ = 0, roster_seconds_ = 0, split_seconds_ = 0;
   ulfm::CommHandle pool_;
+  // pool_ is also the current epoch's communicator (every process of the
+  // pool a member): the next round shrinks it without revoking it, since a
+  // revoke would stop the members' collectives on it. No spare waits then
+  // to be woken, and members only come to a round at a call boundary.
+  bool lent_ = false;
   bool spare_ = false;  // started as a spare
   int host_ = -1;
   int spares_left_ = 0;

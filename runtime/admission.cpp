@@ -63,7 +63,7 @@ struct Communicator::Impl::TransferWait final : transport::WaitContext {
   bool crowded_;
 };
 
-bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
+bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving, bool after_request) {
   const auto start = Clock::now();
   std::vector<int> released;  // members that left in this regroup
   double pool_seconds = 0;    // in the pool's rounds (MPI: shrink, allgather, agreement, split)
@@ -87,10 +87,21 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving) {
     const auto round_start = Clock::now();
     membership::RoundOutcome round = pool_->round(entry);
     pool_seconds += seconds_since(round_start);
+    if (round.recovery_first) {
+      // Another member recovers from a failure: this one takes part.
+      // Before a call, as a failure in that call (the caller recovers);
+      // after a request's call, here (the request returns after it).
+      if (!after_request) throw transport::Interrupted("another member is recovering from a failure");
+      join_recovery(joiner_next_seq);
+      continue;
+    }
     target_size_ = round.target_size;
     released.insert(released.end(), round.released.begin(), round.released.end());
     if (round.left) return false;
-    if (round.joiners == 0 && round.present == epoch_->members) return true;  // nothing changed
+    std::vector<membership::MemberId> present = round.present, members = epoch_->members;
+    std::sort(present.begin(), present.end());
+    std::sort(members.begin(), members.end());
+    if (round.joiners == 0 && present == members) return true;  // nothing changed
     if (faults_.armed()) faults_.at(FaultPhase::Admit, current_seq_, attempt, epoch_->number);
     if (build_grown(round, joiner_next_seq, my_state(seq))) break;
     log("a failure interrupted a round of the pool; another round");
@@ -175,11 +186,16 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
     // member has finished or that the application did not make itself.
     entry.hold = mine.errc >= 0 || mine.finalizing || requesting_ ? 1 : 0;
     entry.needs = call_root_;
+    entry.recovering = 1;
     const auto round_start = Clock::now();
     membership::RoundOutcome round = pool_->round(entry);
     pool_seconds += seconds_since(round_start);
     shrink_seconds += pool_->shrink_seconds();
     attempts = attempt + 1;
+    // Members that came for something else join this recovery: again.
+    if (round.recovery_first) continue;
+    if (!round.grown)
+      throw Error(Errc::Internal, "recovery: the spare pool's round gave this member no membership");
     target_size_ = round.target_size;
     held = round.held;
     if (faults_.armed()) faults_.at(FaultPhase::Rebuild, current_seq_, attempt, old_epoch);
@@ -271,10 +287,15 @@ bool Communicator::Impl::build_grown(membership::RoundOutcome& round, std::uint6
                                      const membership::MemberInfo& mine) {
   // A joiner here is one of the world's spares (no previous epoch).
   const bool joiner = round.joined;
+  // The state goes to the joiners before the epoch's agreement; an epoch
+  // without joiners keeps the builder's fallback to UCX inside a node.
+  membership::EpochBuilder::BeforeAgreement send_state;
+  if (round.joiners > 0)
+    send_state = [&](const membership::Epoch& e) { return transfer_state(e, joiner_next_seq); };
   auto next = builder_.build(
       joiner ? nullptr : epoch_.get(),
       membership::Grow{round.joiners, std::move(round.grown), joiner, std::move(round.positions)}, mine,
-      [&](const membership::Epoch& e) { return transfer_state(e, joiner_next_seq); });
+      send_state);
   if (!next->ready) {
     next->retire();
     retired_.push_back(std::move(next));
@@ -360,15 +381,38 @@ bool Communicator::Impl::transfer_state(const membership::Epoch& e, std::uint64_
   return true;
 }
 
+void Communicator::Impl::join_recovery(std::uint64_t next_seq) {
+  for (;;) {
+    try {
+      // Idle, before call `next_seq`: a member still in the call before it
+      // takes this one's result of it (a catch-up), as in run().
+      RecoveryOutcome r = recover(my_state(next_seq), "another member is recovering from a failure");
+      pending_ = pending_ ? merged(*pending_, r.change) : r.change;
+      const bool behind = std::any_of(r.infos.begin(), r.infos.end(), [&](const membership::MemberInfo& s) {
+        return s.seq < static_cast<std::int64_t>(next_seq) && !s.finalizing;
+      });
+      if (behind) catch_up(next_seq - 1, r.infos, retained_bytes_[(next_seq - 1) % 2]);
+      return;
+    } catch (const transport::Interrupted&) {
+      // Another failure meanwhile: recover again.
+    }
+  }
+}
+
 void Communicator::Impl::dismiss_spares() {
-  if (!pool_ || !epoch_) return;
+  // No spare waits (and the pool may be the epoch's own communicator).
+  if (!pool_ || !epoch_ || pool_->spares_left() == 0) return;
   membership::PoolEntry entry;
   entry.id = epoch_->my_id();
   entry.position = epoch_->app_rank();
   entry.view_size = epoch_->size;
   entry.target_size = target_size_;
   entry.ending = 1;
-  pool_->round(entry);
+  while (pool_->round(entry).recovery_first) {
+    membership::MemberInfo mine = my_state(seq + 1);
+    mine.finalizing = 1;
+    recover(mine, "another member is recovering from a failure");
+  }
 }
 
 }  // namespace ringmend

@@ -432,7 +432,7 @@ void Communicator::Impl::settle(CollectiveResult& result, std::uint64_t call_seq
   // first call must be one its application makes.
   if (!requesting_ && pool_ && settings_.spare_policy == SparePolicy::Replace &&
       epoch_->size < target_size_ && pool_->spares_left() > 0)
-    regroup(call_seq, false);
+    regroup(call_seq, false, false);
   if (!pending_) return;
   const MembershipChange change = announce_pending();
   result.recovered = true;

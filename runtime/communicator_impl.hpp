@@ -157,7 +157,13 @@ struct Communicator::Impl final : transport::WaitContext {
   // admitted until the job has its target size or none is left, and, when
   // `leaving`, this member released. `joiner_next_seq` is the joiners' first
   // call. Returns false on a member that left.
-  bool regroup(std::uint64_t joiner_next_seq, bool leaving);
+  // `after_request`: called after a grow or release request's call, else
+  // before call `joiner_next_seq` (settle()).
+  bool regroup(std::uint64_t joiner_next_seq, bool leaving, bool after_request);
+  // A member that came to a round of the pool for another reason takes
+  // part in the recovery another member started, idle before call
+  // `next_seq` (and hands its result of the call before to those behind).
+  void join_recovery(std::uint64_t next_seq);
   // Every member passes the same request (`a`, `b`), in one collective
   // call whose result goes to `result`; else every member throws alike.
   // `local_error` is this member's objection to its own arguments.

@@ -93,7 +93,7 @@ CollectiveResult Communicator::Impl::grow(int count) {
   target_size_ = kept_size() + count;
   // Decided alike on every member: the view and the pool's count are the
   // same on all after the request's call.
-  if (target_size_ > view_.size && pool_->spares_left() > 0) regroup(seq + 1, false);
+  if (target_size_ > view_.size && pool_->spares_left() > 0) regroup(seq + 1, false, true);
   if (count > 0) {
     const int admitted = pending_ ? static_cast<int>(pending_->joined.size()) : 0;
     if (admitted < count && view_.rank == 0)
@@ -140,7 +140,7 @@ CollectiveResult Communicator::Impl::release(std::span<const int> ranks, const s
   if (!pool_) pool_ = std::make_unique<membership::SparePool>(epoch_->ctrl.get());
   target_size_ = kept_size() - static_cast<int>(ids.size());
   const bool leaving = std::binary_search(ids.begin(), ids.end(), view_.my_id);
-  if (!regroup(seq + 1, leaving)) {
+  if (!regroup(seq + 1, leaving, true)) {
     left = true;
     result.left = true;
     result.released = ids;
