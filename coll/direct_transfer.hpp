@@ -4,7 +4,7 @@
 // receivers know the size beforehand. The runtime hands the registered
 // state to the spares it admits with it (runtime/admission.cpp), so that a
 // joiner's state crosses one link instead of passing through every member.
-// The epoch builder connects the pairs (membership::Epoch::state_source).
+// The epoch builder connects the pairs (membership::Epoch::state_source_of).
 // Both ends enter Phase::Broadcast (a fault-injection point) per transfer.
 #pragma once
 

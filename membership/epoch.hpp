@@ -47,14 +47,28 @@ struct Epoch {
       if (infos[static_cast<std::size_t>(r)].joining) out.push_back(r);
     return out;
   }
-  // The member that hands the registered state to the joiners, straight
-  // (coll/direct_transfer.hpp): the first rank that is not joining; -1 when
-  // nobody joins.
-  int state_source() const {
-    const auto joining = [](const MemberInfo& m) { return m.joining != 0; };
-    if (std::none_of(infos.begin(), infos.end(), joining)) return -1;
-    const auto first = std::find_if_not(infos.begin(), infos.end(), joining);
-    return first == infos.end() ? -1 : static_cast<int>(first - infos.begin());
+  // The member that hands the registered state to joiner `j`, straight
+  // (coll/direct_transfer.hpp): the first member on j's node that is not
+  // joining (the state then crosses the node's shared memory, not the
+  // network), else the first member that is not joining; -1 when `j` does
+  // not join or nobody else is there.
+  int state_source_of(int j) const {
+    if (!infos.at(static_cast<std::size_t>(j)).joining) return -1;
+    int first = -1;
+    for (int r = 0; r < static_cast<int>(infos.size()); ++r) {
+      const MemberInfo& m = infos[static_cast<std::size_t>(r)];
+      if (m.joining) continue;
+      if (m.node_key == infos[static_cast<std::size_t>(j)].node_key) return r;
+      if (first < 0) first = r;
+    }
+    return first;
+  }
+  // The joiners member `r` hands the state to.
+  std::vector<int> state_receivers_of(int r) const {
+    std::vector<int> out;
+    for (int j : joiner_ranks())
+      if (state_source_of(j) == r) out.push_back(j);
+    return out;
   }
   // Whether `ranks` put more processes on this rank's machine than it has
   // CPUs (two "nodes" may be one machine: the local Slurm cluster).

@@ -358,14 +358,12 @@ bool EpochBuilder::connect(Epoch& e, const Epoch* shrunk_from, std::string& shm_
   spec.size = e.size;
   spec.epoch = static_cast<std::uint32_t>(e.number + 1);
   spec.peers = coll::peers_needed(e.layout, e.rank);
-  // The state goes from one survivor to each joiner directly.
-  if (const int source = e.state_source(); source >= 0) {
-    const std::vector<int> joiners = e.joiner_ranks();
-    if (e.rank == source) spec.peers.insert(spec.peers.end(), joiners.begin(), joiners.end());
-    if (e.infos[static_cast<std::size_t>(e.rank)].joining) spec.peers.push_back(source);
-    std::sort(spec.peers.begin(), spec.peers.end());
-    spec.peers.erase(std::unique(spec.peers.begin(), spec.peers.end()), spec.peers.end());
-  }
+  // The state goes from a survivor to each joiner directly.
+  const std::vector<int> receivers = e.state_receivers_of(e.rank);
+  spec.peers.insert(spec.peers.end(), receivers.begin(), receivers.end());
+  if (const int source = e.state_source_of(e.rank); source >= 0) spec.peers.push_back(source);
+  std::sort(spec.peers.begin(), spec.peers.end());
+  spec.peers.erase(std::unique(spec.peers.begin(), spec.peers.end()), spec.peers.end());
   spec.node_shm = e.layout.node_shm;
   if (spec.node_shm) {
     spec.local_ranks = e.layout.local_ranks;

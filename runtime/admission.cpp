@@ -247,7 +247,8 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
   char times[256];
   std::snprintf(
       times, sizeof times,
-      "in %.1f ms (pool round %.1f ms: %s; new epoch %.1f ms, of which state %.1f ms; %d attempt%s)",
+      "in %.1f ms (pool round %.1f ms: %s; new epoch %.1f ms, of which sending the state %.1f ms here; %d "
+      "attempt%s)",
       (change.recovery_seconds + change.admit_seconds) * 1e3, pool_seconds * 1e3, pool_->laps().c_str(),
       rebuild_seconds * 1e3, state_seconds_ * 1e3, attempts, attempts == 1 ? "" : "s");
   ringmend::log(epoch_->app_rank() == 0 ? LogLevel::Info : LogLevel::Debug,
@@ -312,14 +313,13 @@ bool Communicator::Impl::transfer_state(const membership::Epoch& e, std::uint64_
   state_seconds_ = 0;
   state_bytes_ = 0;
   state_mismatch_.clear();
-  // A release without joiners: nobody needs the state.
-  const int source = e.state_source();
-  if (source < 0) return false;
-  const std::vector<int> joiners = e.joiner_ranks();
-  const bool joining = e.infos[static_cast<std::size_t>(e.rank)].joining != 0;
-  // Only the source and the joiners take part: the other survivors go on
+  // Each joiner receives from one survivor (Epoch::state_source_of: one on
+  // its node if there is one); the other survivors take no part and go on
   // to the epoch's agreement, which waits for them (EpochBuilder::build).
-  if (e.rank != source && !joining) return false;
+  const std::vector<int> joiners = e.state_receivers_of(e.rank);
+  const int source = e.state_source_of(e.rank);
+  const bool joining = source >= 0;
+  if (joiners.empty() && !joining) return false;
   const auto start = Clock::now();
   transport::Channel& channel = *e.channels().flat;
   // Chunks of at least 4 MiB: every chunk is one operation posted and
@@ -327,20 +327,22 @@ bool Communicator::Impl::transfer_state(const membership::Epoch& e, std::uint64_
   // anyway; with the ring's 256 KiB chunks, 64 MiB of state crossed shared
   // memory at 6 GB/s, with 4 MiB at 10 (the link's own rate: 15).
   const std::size_t chunk = std::max(tuning().chunk_bytes, std::size_t{4} << 20);
-  std::vector<int> taking_part = joiners;
-  taking_part.push_back(source);
+  std::vector<int> taking_part;
+  for (int j : e.joiner_ranks()) taking_part.push_back(j), taking_part.push_back(e.state_source_of(j));
+  std::sort(taking_part.begin(), taking_part.end());
+  taking_part.erase(std::unique(taking_part.begin(), taking_part.end()), taking_part.end());
   TransferWait wait(*this, e, e.crowd_this_machine(taking_part));
   // First the description (the joiners' next call, names and sizes), then
   // each entry, straight from the application's buffers to every joiner.
   const auto pass = [&](void* data, std::size_t bytes) {
-    if (e.rank == source)
+    if (!joining)
       coll::send_direct(channel, joiners, data, bytes, wait, chunk);
     else
       coll::receive_direct(channel, source, data, bytes, wait, chunk);
   };
   std::vector<StateRegistry::Part> parts;
   std::vector<std::byte> description;
-  if (e.rank == source) {
+  if (!joining) {
     parts = state.parts();
     description = StateRegistry::describe(parts, joiner_next_seq);
   }
@@ -355,7 +357,7 @@ bool Communicator::Impl::transfer_state(const membership::Epoch& e, std::uint64_
       if (joining) state.stage(name, ReceivedBytes());
       continue;
     }
-    if (e.rank == source) {
+    if (!joining) {
       pass(parts[i].data, bytes);
       continue;
     }

@@ -164,6 +164,9 @@ struct Communicator::Impl final : transport::WaitContext {
   // part in the recovery another member started, idle before call
   // `next_seq` (and hands its result of the call before to those behind).
   void join_recovery(std::uint64_t next_seq);
+  // After a request's call, before its round of the pool: every member goes
+  // on to the round, or every member recovers first (resize.cpp).
+  void meet_before_round();
   // Every member passes the same request (`a`, `b`), in one collective
   // call whose result goes to `result`; else every member throws alike.
   // `local_error` is this member's objection to its own arguments.

@@ -78,6 +78,22 @@ void Communicator::Impl::report_pending(CollectiveResult& result) {
   result.contributors = view_.size;
 }
 
+void Communicator::Impl::meet_before_round() {
+  // An agreement on the epoch, given up when it is revoked: a member that
+  // returned from the request's call while another failed in it (and
+  // recovers, revoking the epoch) joins that recovery here, instead of
+  // waiting in the pool's round for a member that waits in its recovery.
+  for (;;) {
+    bool success = false;
+    const MPI_Comm ctrl = epoch_->ctrl.get();
+    if (ulfm::agree_while(
+            ctrl, [ctrl] { return ulfm::is_revoked(ctrl); }, success) &&
+        success)
+      return;
+    join_recovery(seq + 1);
+  }
+}
+
 CollectiveResult Communicator::Impl::grow(int count) {
   const std::string what = "grow(" + std::to_string(count) + ")";
   std::string bad;
@@ -93,7 +109,10 @@ CollectiveResult Communicator::Impl::grow(int count) {
   target_size_ = kept_size() + count;
   // Decided alike on every member: the view and the pool's count are the
   // same on all after the request's call.
-  if (target_size_ > view_.size && pool_->spares_left() > 0) regroup(seq + 1, false, true);
+  if (target_size_ > view_.size && pool_->spares_left() > 0) {
+    meet_before_round();
+    regroup(seq + 1, false, true);
+  }
   if (count > 0) {
     const int admitted = pending_ ? static_cast<int>(pending_->joined.size()) : 0;
     if (admitted < count && view_.rank == 0)
@@ -135,6 +154,7 @@ CollectiveResult Communicator::Impl::release(std::span<const int> ranks, const s
     report_pending(result);
     return result;
   }
+  meet_before_round();
   // A job started without spares gets a pool of its members: the same
   // rounds release them.
   if (!pool_) pool_ = std::make_unique<membership::SparePool>(epoch_->ctrl.get());
