@@ -184,7 +184,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
     entry.seq = mine.seq;
     // A joiner resumes inside this collective: not one that errs, that some
     // member has finished or that the application did not make itself.
-    entry.hold = mine.errc >= 0 || mine.finalizing || requesting_ ? 1 : 0;
+    entry.hold = mine.errc >= 0 || mine.finalizing || requesting_ || holding_spares_ ? 1 : 0;
     entry.needs = call_root_;
     entry.recovering = 1;
     const auto round_start = Clock::now();
@@ -384,19 +384,36 @@ bool Communicator::Impl::transfer_state(const membership::Epoch& e, std::uint64_
 }
 
 void Communicator::Impl::join_recovery(std::uint64_t next_seq) {
+  // Outside a call no joiner can start: its first call would be one the
+  // members do not make now.
+  struct Holding {
+    bool& flag;
+    explicit Holding(bool& f) : flag(f) { flag = true; }
+    ~Holding() { flag = false; }
+  } holding(holding_spares_);
   for (;;) {
     try {
       // Idle, before call `next_seq`: a member still in the call before it
-      // takes this one's result of it (a catch-up), as in run().
+      // takes this one's result of it (a catch-up), and every member raises
+      // an error the others raise there, as in run().
       RecoveryOutcome r = recover(my_state(next_seq), "another member is recovering from a failure");
       pending_ = pending_ ? merged(*pending_, r.change) : r.change;
-      const bool behind = std::any_of(r.infos.begin(), r.infos.end(), [&](const membership::MemberInfo& s) {
+      const auto& states = r.infos;
+      const auto bad = std::find_if(states.begin(), states.end(),
+                                    [](const membership::MemberInfo& s) { return s.errc >= 0; });
+      if (bad != states.end())
+        fail_in_step(states, next_seq - 1, Error(static_cast<Errc>(bad->errc), bad->error));
+      if (const std::string why = catch_up_impossible(states); !why.empty())
+        fail_in_step(states, next_seq - 1, Error(Errc::Internal, why));
+      const bool behind = std::any_of(states.begin(), states.end(), [&](const membership::MemberInfo& s) {
         return s.seq < static_cast<std::int64_t>(next_seq) && !s.finalizing;
       });
-      if (behind) catch_up(next_seq - 1, r.infos, retained_bytes_[(next_seq - 1) % 2]);
+      if (behind) catch_up(next_seq - 1, states, retained_bytes_[(next_seq - 1) % 2]);
       return;
     } catch (const transport::Interrupted&) {
       // Another failure meanwhile: recover again.
+    } catch (const transport::Mismatch& e) {
+      throw Error(Errc::Mismatch, e.what());
     }
   }
 }

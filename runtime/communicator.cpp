@@ -306,9 +306,19 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
     place_root();
   };
   fail_if_root_lost();
-  if (input_error.empty()) settle(result, call_seq);
+  // A settle() that finds another member recovering (a round of the pool)
+  // joins that recovery below, as after a failure in this call.
+  std::string settle_interrupted;
+  if (input_error.empty()) {
+    try {
+      settle(result, call_seq);
+    } catch (const transport::Interrupted& e) {
+      settle_interrupted = e.what();
+    }
+  }
   place_root();
-  if (input_error.empty() && call.bytes() == 0) {  // a no-op, like MPI with count 0
+  if (input_error.empty() && settle_interrupted.empty() &&
+      call.bytes() == 0) {  // a no-op, like MPI with count 0
     result.contributors = epoch_->size;
     result.epoch = epoch_->number;
     return result;
@@ -326,6 +336,7 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
     std::string cause, error_text;
     int errc = -1;
     try {
+      if (!settle_interrupted.empty()) throw transport::Interrupted(std::exchange(settle_interrupted, {}));
       if (!input_error.empty()) throw LocalInputError{input_error};
       if (catching_up) {
         // Another survivor finished this collective before the failure: take

@@ -258,7 +258,8 @@ struct Communicator::Impl final : transport::WaitContext {
   // Runtime started (StateBuffer): raised once it is a member, so that the
   // admission itself completes on every process.
   std::string state_mismatch_;
-  bool requesting_ = false;  // in the call of a grow or release request
+  bool requesting_ = false;      // in the call of a grow or release request
+  bool holding_spares_ = false;  // recovering outside a call (join_recovery): no joiner
   // The root (member id) of the broadcast being called, else kNoMember.
   membership::MemberId call_root_ = membership::kNoMember;
   std::unique_ptr<membership::Epoch> epoch_;  // the last epoch every member agreed on

@@ -105,14 +105,14 @@ CollectiveResult Communicator::Impl::grow(int count) {
           "Options::spares)";
   CollectiveResult result;
   agree_on_request(what, describe(RequestKind::Grow, count), 0, bad, result);
+  // Every member, then (a recovery there changes the pool's count and the
+  // size the job keeps alike on all).
+  meet_before_round();
   // The size asked for: the job keeps it (policy replace) until a release.
   target_size_ = kept_size() + count;
   // Decided alike on every member: the view and the pool's count are the
-  // same on all after the request's call.
-  if (target_size_ > view_.size && pool_->spares_left() > 0) {
-    meet_before_round();
-    regroup(seq + 1, false, true);
-  }
+  // same on all after the meeting.
+  if (target_size_ > view_.size && pool_->spares_left() > 0) regroup(seq + 1, false, true);
   if (count > 0) {
     const int admitted = pending_ ? static_cast<int>(pending_->joined.size()) : 0;
     if (admitted < count && view_.rank == 0)
