@@ -39,6 +39,20 @@ std::vector<int> missing_from(const std::vector<int>& these, const std::vector<i
 
 }  // namespace
 
+membership::PoolEntry Communicator::Impl::member_entry(std::int64_t seq_in) const {
+  // Positions are ranks in the membership the application sees: a joiner
+  // takes a lost member's.
+  const auto& seen = view_.members;
+  const auto at = std::find(seen.begin(), seen.end(), epoch_->my_id());
+  membership::PoolEntry entry;
+  entry.id = epoch_->my_id();
+  entry.position = at != seen.end() ? static_cast<int>(at - seen.begin()) : view_.size + epoch_->rank;
+  entry.view_size = view_.size;
+  entry.target_size = target_size_;
+  entry.seq = seq_in;
+  return entry;
+}
+
 // The state transfer's waits, in an epoch not yet agreed on: its failure
 // monitor, the call's deadline and the fault rules at its number, yielding
 // the CPU only when the ranks that take part on this machine (the sender
@@ -73,17 +87,8 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving, bo
                   std::string(leaving || !released.empty() ? "releasing members" : "admitting spares") +
                       " did not complete within " + std::to_string(settings_.recovery_timeout_seconds) +
                       " s (RINGMEND_RECOVERY_TIMEOUT)");
-    // Positions are ranks in the membership the application sees: a joiner
-    // takes a lost member's.
-    const auto& seen = view_.members;
-    const auto at = std::find(seen.begin(), seen.end(), epoch_->my_id());
-    membership::PoolEntry entry;
-    entry.id = epoch_->my_id();
-    entry.position = at != seen.end() ? static_cast<int>(at - seen.begin()) : view_.size + epoch_->rank;
-    entry.view_size = view_.size;
-    entry.target_size = target_size_;
+    membership::PoolEntry entry = member_entry(static_cast<std::int64_t>(joiner_next_seq));
     entry.leaving = leaving ? 1 : 0;
-    entry.seq = static_cast<std::int64_t>(joiner_next_seq);
     const auto round_start = Clock::now();
     membership::RoundOutcome round = pool_->round(entry);
     pool_seconds += seconds_since(round_start);
@@ -164,24 +169,13 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
   int attempts = 0;
   bool held = false;
   for (int attempt = 0;; ++attempt) {
-    if (seconds_since(start) > settings_.recovery_timeout_seconds)
-      throw Error(Errc::Internal, "recovery did not complete within " +
-                                      std::to_string(settings_.recovery_timeout_seconds) +
-                                      " s (RINGMEND_RECOVERY_TIMEOUT)");
-    if (faults_.armed()) faults_.at(FaultPhase::Recovery, current_seq_, attempt, old_epoch);
+    start_recovery_attempt(start, attempt, old_epoch);
     // Stop using the epoch's channels (kept open until the next epoch is
     // agreed), and revoke it: a member waiting in them learns of the
     // recovery from the revoke, and the spares from the pool's (the round).
     epoch_->retire();
     ulfm::revoke(epoch_->ctrl.get());
-    const auto& seen = view_.members;
-    const auto at = std::find(seen.begin(), seen.end(), epoch_->my_id());
-    membership::PoolEntry entry;
-    entry.id = epoch_->my_id();
-    entry.position = at != seen.end() ? static_cast<int>(at - seen.begin()) : view_.size + epoch_->rank;
-    entry.view_size = view_.size;
-    entry.target_size = target_size_;
-    entry.seq = mine.seq;
+    membership::PoolEntry entry = member_entry(mine.seq);
     // A joiner resumes inside this collective: not one that errs, that some
     // member has finished or that the application did not make itself.
     entry.hold = mine.errc >= 0 || mine.finalizing || requesting_ || holding_spares_ ? 1 : 0;

@@ -567,6 +567,15 @@ std::string Communicator::Impl::with_nodes(const std::vector<membership::MemberI
   return text;
 }
 
+void Communicator::Impl::start_recovery_attempt(std::chrono::steady_clock::time_point start, int attempt,
+                                                std::uint64_t old_epoch) {
+  if (seconds_since(start) > settings_.recovery_timeout_seconds)
+    throw Error(Errc::Internal, "recovery did not complete within " +
+                                    std::to_string(settings_.recovery_timeout_seconds) +
+                                    " s (RINGMEND_RECOVERY_TIMEOUT)");
+  if (faults_.armed()) faults_.at(FaultPhase::Recovery, current_seq_, attempt, old_epoch);
+}
+
 void Communicator::Impl::log_failure_noticed(const membership::MemberInfo& mine,
                                              const std::string& cause) const {
   if (!log_enabled(LogLevel::Debug) || !epoch_) return;
@@ -604,11 +613,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
   }
   log_failure_noticed(mine, cause);
   for (int attempt = 0;; ++attempt) {
-    if (seconds_since(start) > settings_.recovery_timeout_seconds)
-      throw Error(Errc::Internal, "recovery did not complete within " +
-                                      std::to_string(settings_.recovery_timeout_seconds) +
-                                      " s (RINGMEND_RECOVERY_TIMEOUT)");
-    if (faults_.armed()) faults_.at(FaultPhase::Recovery, current_seq_, attempt, old_epoch);
+    start_recovery_attempt(start, attempt, old_epoch);
     // Stop using the old channels but keep them open until the next epoch
     // is agreed (Fabric::retire says why).
     if (epoch_) epoch_->retire();

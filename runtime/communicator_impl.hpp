@@ -225,6 +225,12 @@ struct Communicator::Impl final : transport::WaitContext {
   // member is in the same collective; else it only drops them.
   RecoveryOutcome recover_with_spares(const membership::MemberInfo& mine, const std::string& cause);
   void log_failure_noticed(const membership::MemberInfo& mine, const std::string& cause) const;
+  // Each attempt of a recovery: RINGMEND_RECOVERY_TIMEOUT since `start`,
+  // and the fault rules of phase `recovery`.
+  void start_recovery_attempt(std::chrono::steady_clock::time_point start, int attempt,
+                              std::uint64_t old_epoch);
+  // This member's entry in a round of the pool, in collective `seq_in`.
+  membership::PoolEntry member_entry(std::int64_t seq_in) const;
   // "2 (node n1), 5 (node n2)": `ids` with the nodes `infos` gives them.
   static std::string with_nodes(const std::vector<membership::MemberId>& ids,
                                 const std::vector<membership::MemberId>& members,
