@@ -71,7 +71,7 @@ for r in $(seq "$repeats"); do
     >"$work/shrink1.$r.out" 2>&1 || { cat "$work/shrink1.$r.out"; exit 1; }
   start=$(date +%s.%N)
   launch "$n" "$bin/ringmend_recovery" --init-only >"$work/init.$r.out" 2>&1
-  echo "$(date +%s.%N) - $start" | bc >"$work/restart.$r"
+  awk -v end="$(date +%s.%N)" -v start="$start" 'BEGIN { print end - start }' >"$work/restart.$r"
 done
 python3 - "$work" "$repeats" "$cluster" <<'PY'
 import json, statistics, sys, glob
