@@ -585,14 +585,50 @@ void Communicator::Impl::log_failure_noticed(const membership::MemberInfo& mine,
       "): recovering; ranks MPI already reports failed:" + (failed.empty() ? " none" : failed));
 }
 
+bool Communicator::Impl::recovers_through_pool() const {
+  return pool_ && epoch_ && !attempt_ && settings_.spare_policy == SparePolicy::Replace &&
+         pool_->spares_left() > 0;
+}
+
+// Open MPI numbers the agreements on a communicator in order and pairs the
+// n-th of every process (its shrink is made of agreements too). A member
+// that waits at a meeting point while another recovers must therefore not
+// give its agreement up if the other then shrinks that communicator: the
+// shrink's first agreement would pair with the one given up, and the rest
+// would pair one off. So without spares (the recovery shrinks the epoch's
+// ctrl) the recovering member makes the meeting's agreement first, and the
+// waiting one waits for it; with spares the recovery leaves the epoch's
+// ctrl for the pool's communicator, and the meeting ends when it is
+// revoked.
+bool Communicator::Impl::meet() {
+  MPI_Comm ctrl = epoch_->ctrl.get();
+  met_epoch_ = epoch_->number;
+  if (recovers_through_pool()) {
+    bool success = false;
+    return ulfm::agree_while(
+               ctrl, [ctrl] { return ulfm::is_revoked(ctrl); }, success) &&
+           success;
+  }
+  int flag = 1;
+  return ulfm::agree_sleeping(ctrl, flag) == MPI_SUCCESS && flag == 1;
+}
+
+void Communicator::Impl::meet_recovering() {
+  if (!fault_tolerant_ || met_epoch_ == epoch_->number) return;
+  met_epoch_ = epoch_->number;
+  MPI_Comm ctrl = epoch_->ctrl.get();
+  // The members still working in this epoch stop and come to its recovery.
+  ulfm::revoke(ctrl);
+  int flag = 0;
+  (void)ulfm::agree(ctrl, flag);  // its outcome is the meeting's; this member recovers anyway
+}
+
 Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership::MemberInfo& mine,
                                                                 const std::string& cause) {
   // With spares waiting, one round of the pool both drops the dead and
   // admits their replacements (admission.cpp). Every member takes the same
   // branch: the pool's count and the epochs are the same on all of them.
-  if (pool_ && epoch_ && !attempt_ && settings_.spare_policy == SparePolicy::Replace &&
-      pool_->spares_left() > 0)
-    return recover_with_spares(mine, cause);
+  if (recovers_through_pool()) return recover_with_spares(mine, cause);
   const auto start = Clock::now();
   const std::uint64_t old_epoch = epoch_ ? epoch_->number : 0;
   const int old_size = epoch_ ? epoch_->size : static_cast<int>(attempt_members_.size());
@@ -612,6 +648,12 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
     old_members = attempt_->members, old_infos = attempt_->infos;
   }
   log_failure_noticed(mine, cause);
+  if (epoch_ && !attempt_) {
+    // Counted with the shrink: the failure is agreed on there first.
+    const auto meet_start = Clock::now();
+    meet_recovering();
+    shrink_seconds += seconds_since(meet_start);
+  }
   for (int attempt = 0;; ++attempt) {
     start_recovery_attempt(start, attempt, old_epoch);
     // Stop using the old channels but keep them open until the next epoch
@@ -697,15 +739,10 @@ void Communicator::Impl::quiesce() {
     return;
   }
   for (;;) {
-    // A non-blocking agreement, so that a survivor that needs this rank in a
-    // recovery (it revokes) is noticed while waiting. A plain failure is
-    // reported by the agreement itself, to every finalizing rank alike.
-    bool done = false;
-    MPI_Comm comm = epoch_->ctrl.get();
-    if (ulfm::agree_while(
-            comm, [comm] { return ulfm::is_revoked(comm); }, done) &&
-        done)
-      return;
+    // A meeting (meet()): a survivor that needs this rank in a recovery
+    // takes part in it too, and a plain failure is reported by it to every
+    // finalizing rank alike.
+    if (meet()) return;
     membership::MemberInfo mine = my_state(seq + 1);
     mine.finalizing = 1;
     RecoveryOutcome r = recover(mine, "failure while finalizing");

@@ -167,6 +167,17 @@ struct Communicator::Impl final : transport::WaitContext {
   // After a request's call, before its round of the pool: every member goes
   // on to the round, or every member recovers first (resize.cpp).
   void meet_before_round();
+  // A meeting point of the epoch (after a request's call, at finalize): an
+  // agreement on its ctrl that every member makes once per epoch, either
+  // here or at the start of its recovery (meet_recovering(), flag 0). True
+  // when every member came to the meeting, false when one recovers: join
+  // that recovery then. Why both sides: communicator.cpp, above meet().
+  bool meet();
+  void meet_recovering();
+  // Whether a recovery goes through the pool (spares waiting, policy
+  // replace: recover_with_spares) rather than shrinking the epoch's ctrl;
+  // the same on every member.
+  bool recovers_through_pool() const;
   // Every member passes the same request (`a`, `b`), in one collective
   // call whose result goes to `result`; else every member throws alike.
   // `local_error` is this member's objection to its own arguments.
@@ -272,6 +283,7 @@ struct Communicator::Impl final : transport::WaitContext {
   View view_;
   mutable std::mutex view_mutex_;            // view_ is written on the thread that runs the calls
   std::optional<MembershipChange> pending_;  // a change to announce at the next call
+  std::optional<std::uint64_t> met_epoch_;   // the epoch whose meeting agreement this member made
   // A build that failed (its control communicator is the one to shrink
   // next), and the member ids of that communicator's ranks while recovering.
   std::unique_ptr<membership::Epoch> attempt_;

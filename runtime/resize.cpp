@@ -79,19 +79,10 @@ void Communicator::Impl::report_pending(CollectiveResult& result) {
 }
 
 void Communicator::Impl::meet_before_round() {
-  // An agreement on the epoch, given up when it is revoked: a member that
-  // returned from the request's call while another failed in it (and
-  // recovers, revoking the epoch) joins that recovery here, instead of
-  // waiting in the pool's round for a member that waits in its recovery.
-  for (;;) {
-    bool success = false;
-    const MPI_Comm ctrl = epoch_->ctrl.get();
-    if (ulfm::agree_while(
-            ctrl, [ctrl] { return ulfm::is_revoked(ctrl); }, success) &&
-        success)
-      return;
-    join_recovery(seq + 1);
-  }
+  // A member that returned from the request's call while another failed in
+  // it (and recovers) joins that recovery here, instead of waiting in the
+  // pool's round for a member that waits in its recovery.
+  while (!meet()) join_recovery(seq + 1);
 }
 
 CollectiveResult Communicator::Impl::grow(int count) {

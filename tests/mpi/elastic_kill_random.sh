@@ -3,25 +3,40 @@
 # every sample must still be counted exactly once per epoch
 # (elastic_check), and the job must end with its members verified.
 #
-#   elastic_kill_random.sh FT_MPIRUN PROGRAM ROUNDS
+#   elastic_kill_random.sh FT_MPIRUN PROGRAM ROUNDS [--no-spares]
 # Six processes: four members and two spares. At step 30 the job grows by
 # one, at step 80 it releases rank 1; one member, chosen at random, is
 # killed 0.1 to 1.1 s after it started, whenever that falls (before, during
 # or after the grow and the release). A spare is always left for it, so the
 # job ends with four ranks. RANDOM_SEED fixes the choices.
+# --no-spares: four members and no spare; at step 30 the job releases rank
+# 1, and one of the other three is killed 0.1 to 0.4 s after it started
+# (recoveries that shrink the members' own communicator, meeting members
+# that wait after the release's call or at finalize): the job ends with two.
 set -u
 ft_mpirun=$1 program=$2 rounds=$3
+spares=1
+[ "${4:-}" = --no-spares ] && spares=0
 seed=${RANDOM_SEED:-$(date +%s)}
 RANDOM=$seed
 echo "elastic_kill_random: seed $seed"
 fail=0
 for ((round = 1; round <= rounds; round++)); do
   dir=$(mktemp -d)
-  victim=$((RANDOM % 4))
-  delay_ms=$((100 + RANDOM % 1000))
-  timeout -k 5 60 "$ft_mpirun" --oversubscribe -np 6 -x RINGMEND_SPARES=2 "$program" --samples=2000 --per-rank=5 --epochs=2 \
-    --step-ms=6 --grow-at=30 --grow=1 --release-at=80 --release=1 --expect-size=4 --pid-dir="$dir" \
-    >"$dir/out" 2>&1 &
+  if [ $spares = 1 ]; then
+    victim=$((RANDOM % 4))
+    delay_ms=$((100 + RANDOM % 1000))
+    members=4
+    timeout -k 5 60 "$ft_mpirun" --oversubscribe -np 6 -x RINGMEND_SPARES=2 "$program" --samples=2000 --per-rank=5 \
+      --epochs=2 --step-ms=6 --grow-at=30 --grow=1 --release-at=80 --release=1 --expect-size=4 --pid-dir="$dir" \
+      >"$dir/out" 2>&1 &
+  else
+    victim=$(((1 + RANDOM % 3 + 1) % 4))  # 0, 2 or 3: not the released member
+    delay_ms=$((100 + RANDOM % 300))
+    members=2
+    timeout -k 5 60 "$ft_mpirun" --oversubscribe -np 4 "$program" --samples=1200 --per-rank=5 --epochs=2 \
+      --step-ms=6 --release-at=30 --release=1 --expect-size=2 --pid-dir="$dir" >"$dir/out" 2>&1 &
+  fi
   job=$!
   for _ in $(seq 300); do [ -f "$dir/rank$victim.pid" ] && break; sleep 0.02; done
   sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
@@ -37,8 +52,8 @@ for ((round = 1; round <= rounds; round++)); do
   rc=$?
   verified=$(grep -o "TEST PASSED" "$dir/out" | wc -l)  # pieces of two lines may share one
   grep -E "step .*(recovered|grow|released)|joined|TEST|summary" "$dir/out" | sed 's/^/    /'
-  if [ $rc -ne 0 ] || [ "$verified" -ne 4 ]; then
-    echo "round $round: FAILED (exit status $rc, $verified of 4 members verified)"
+  if [ $rc -ne 0 ] || [ "$verified" -ne $members ]; then
+    echo "round $round: FAILED (exit status $rc, $verified of $members members verified)"
     tail -25 "$dir/out"
     fail=1
   fi
