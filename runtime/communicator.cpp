@@ -602,15 +602,25 @@ bool Communicator::Impl::recovers_through_pool() const {
 // revoked.
 bool Communicator::Impl::meet() {
   MPI_Comm ctrl = epoch_->ctrl.get();
-  met_epoch_ = epoch_->number;
+  bool all_came = false;
   if (recovers_through_pool()) {
     bool success = false;
-    return ulfm::agree_while(
-               ctrl, [ctrl] { return ulfm::is_revoked(ctrl); }, success) &&
-           success;
+    all_came = ulfm::agree_while(
+                   ctrl, [ctrl] { return ulfm::is_revoked(ctrl); }, success) &&
+               success;
+  } else {
+    int flag = 1;
+    all_came = ulfm::agree_sleeping(ctrl, flag) == MPI_SUCCESS && flag == 1;
   }
-  int flag = 1;
-  return ulfm::agree_sleeping(ctrl, flag) == MPI_SUCCESS && flag == 1;
+  // A meeting that every member passed is closed on all of them alike; the
+  // epoch may go on (a grow with no spare to admit, say) and hold another
+  // meeting, whose agreement a later recovery makes again. One that failed
+  // stays open: this member already made its agreement.
+  if (all_came)
+    met_epoch_.reset();
+  else
+    met_epoch_ = epoch_->number;
+  return all_came;
 }
 
 void Communicator::Impl::meet_recovering() {

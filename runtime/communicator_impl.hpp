@@ -283,7 +283,7 @@ struct Communicator::Impl final : transport::WaitContext {
   View view_;
   mutable std::mutex view_mutex_;            // view_ is written on the thread that runs the calls
   std::optional<MembershipChange> pending_;  // a change to announce at the next call
-  std::optional<std::uint64_t> met_epoch_;   // the epoch whose meeting agreement this member made
+  std::optional<std::uint64_t> met_epoch_;   // the epoch whose open meeting's agreement this member made
   // A build that failed (its control communicator is the one to shrink
   // next), and the member ids of that communicator's ranks while recovering.
   std::unique_ptr<membership::Epoch> attempt_;
