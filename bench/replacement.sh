@@ -12,6 +12,11 @@
 # process more slows every MPI step of a recovery (a 2-core VM, two Slurm
 # nodes: the shrink of 5 processes took twice that of 4), so the job of N
 # ranks (N -> N - 1) is printed too but is not the bound's baseline.
+# The victim dies as the allreduce starts (--phase start), before it gave
+# its input: whether a rank reaches a later point of the call, and whether
+# the others can finish the call without it, depends on the pipeline's
+# shape, which adapts (across the nodes a victim that reduced no slice was
+# never killed, or died after giving its input).
 #
 #   bench/replacement.sh BENCH_DIR [RANKS] [REPEATS] [--cluster]
 #
@@ -58,16 +63,16 @@ else
 fi
 for state in 0 1M 64M; do
   for r in $(seq "$repeats"); do
-    launch $((n + 1)) "$bin/ringmend_recovery" -r 1 --spares 1 --state "$state" \
+    launch $((n + 1)) "$bin/ringmend_recovery" -r 1 --phase start --spares 1 --state "$state" \
       --json "$work/rep.$state.$r.json" >"$work/rep.$state.$r.out" 2>&1 || { cat "$work/rep.$state.$r.out"; exit 1; }
   done
 done
 for r in $(seq "$repeats"); do
-  launch "$n" "$bin/ringmend_recovery" -r 1 --json "$work/shrink.$r.json" \
+  launch "$n" "$bin/ringmend_recovery" -r 1 --phase start --json "$work/shrink.$r.json" \
     >"$work/shrink.$r.out" 2>&1 || { cat "$work/shrink.$r.out"; exit 1; }
   # The same processes as a replacement job, without a spare: N + 1 ranks
   # that shrink to N (the size a replacement keeps), placed alike.
-  launch $((n + 1)) "$bin/ringmend_recovery" -r 1 --json "$work/shrink1.$r.json" \
+  launch $((n + 1)) "$bin/ringmend_recovery" -r 1 --phase start --json "$work/shrink1.$r.json" \
     >"$work/shrink1.$r.out" 2>&1 || { cat "$work/shrink1.$r.out"; exit 1; }
   start=$(date +%s.%N)
   launch "$n" "$bin/ringmend_recovery" --init-only >"$work/init.$r.out" 2>&1
