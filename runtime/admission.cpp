@@ -380,11 +380,7 @@ bool Communicator::Impl::transfer_state(const membership::Epoch& e, std::uint64_
 void Communicator::Impl::join_recovery(std::uint64_t next_seq) {
   // Outside a call no joiner can start: its first call would be one the
   // members do not make now.
-  struct Holding {
-    bool& flag;
-    explicit Holding(bool& f) : flag(f) { flag = true; }
-    ~Holding() { flag = false; }
-  } holding(holding_spares_);
+  const ScopedFlag holding(holding_spares_);
   for (;;) {
     try {
       // Idle, before call `next_seq`: a member still in the call before it

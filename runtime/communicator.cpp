@@ -324,12 +324,8 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
     return result;
   }
   // The deadline covers this call only, however it ends (check() sets it).
-  has_deadline_ = settings_.timeout_seconds > 0;
+  const ScopedFlag deadline_on(has_deadline_, settings_.timeout_seconds > 0);
   deadline_set_ = false;
-  struct DeadlineOff {
-    bool& flag;
-    ~DeadlineOff() { flag = false; }
-  } deadline_off{has_deadline_};
   bool catching_up = false;
   std::vector<membership::MemberInfo> states;
   for (;;) {

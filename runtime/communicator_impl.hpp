@@ -72,6 +72,19 @@ bool is_gpu_pointer(const void* p);
 // current on this thread), or empty (gpu/cuda_runtime.hpp).
 std::string gpu_in_use();
 
+// A flag of the communicator set for the rest of a scope, and cleared
+// however the scope ends (an error, a recovery's exception).
+class ScopedFlag {
+ public:
+  explicit ScopedFlag(bool& flag, bool value = true) : flag_(flag) { flag_ = value; }
+  ~ScopedFlag() { flag_ = false; }
+  ScopedFlag(const ScopedFlag&) = delete;
+  ScopedFlag& operator=(const ScopedFlag&) = delete;
+
+ private:
+  bool& flag_;
+};
+
 // Thrown out of a spare's start when the job no longer needs it: the job
 // ended (status 0), or every member is gone (non-zero). The Runtime ends
 // the process; a spare never returns to the application unadmitted.
@@ -168,7 +181,7 @@ struct Communicator::Impl final : transport::WaitContext {
   // on to the round, or every member recovers first (resize.cpp).
   void meet_before_round();
   // A meeting point of the epoch (after a request's call, at finalize): an
-  // agreement on its ctrl that every member makes once per epoch, either
+  // agreement on its ctrl that every member makes once per meeting, either
   // here or at the start of its recovery (meet_recovering(), flag 0). True
   // when every member came to the meeting, false when one recovers: join
   // that recovery then. Why both sides: communicator.cpp, above meet().

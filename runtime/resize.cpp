@@ -41,11 +41,7 @@ void Communicator::Impl::agree_on_request(const std::string& what, std::int64_t 
   // value (the smallest as the largest of its negation), and whether any
   // member objected.
   std::array<std::int64_t, 5> v{local_error.empty() ? 0 : 1, a, b, -a, -b};
-  struct Requesting {
-    bool& flag;
-    explicit Requesting(bool& f) : flag(f) { flag = true; }
-    ~Requesting() { flag = false; }
-  } requesting(requesting_);
+  const ScopedFlag requesting(requesting_);
   result = run(
       {coll::CollectiveKind::Allreduce, v.data(), v.data(), v.size(), DataType::Int64, ReduceOp::Max, -1});
   if (v[0])
