@@ -101,8 +101,10 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   MPI_Comm_rank(comm, &e->rank);
   MPI_Comm_size(comm, &e->size);
 
-  const auto* grow = std::get_if<Grow>(&transition);
-  bool ok = exchange(*e, from, mine, start, grow != nullptr, grow && grow->spare, lost);
+  auto* grow = std::get_if<Grow>(&transition);
+  std::vector<MemberInfo> no_infos;
+  bool ok = exchange(*e, from, mine, start, grow != nullptr, grow && grow->spare, lost,
+                     grow ? grow->infos : no_infos);
   if (ok) rank_for_application(*e, from, lost, grow ? &grow->positions : nullptr);
   step_done(BuildStep::Exchange, *e);
   std::string shm_error;
@@ -219,9 +221,7 @@ bool node_key_from_ranks(Epoch& e, MemberInfo& mine, std::size_t ranks_per_node)
 
 }  // namespace
 
-bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining,
-                            bool spare, const std::vector<MemberId>* lost) {
-  MPI_Comm comm = e.ctrl.get();
+MemberInfo EpochBuilder::identify(const Epoch* from, MemberInfo mine, bool joining, bool spare) const {
   int world_rank = 0, world_size = 0;
   MPI_Comm_rank(parent_, &world_rank);
   MPI_Comm_size(parent_, &world_size);
@@ -238,18 +238,34 @@ bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool s
   std::snprintf(mine.node, sizeof mine.node, "%s", node_name().c_str());
   mine.host = host_;
   mine.no_shm = no_shm_ ? 1 : 0;
-  // Every rank takes the same branch: all have `from` after a Shrink of a
-  // ready epoch (the survivors all come from it), none at start-up.
-  if (from && lost) {
-    mine.node_key = node_key_after_shrink(*from, *lost, e.size);
-    if (mine.node_key < 0)
-      throw std::logic_error("epoch builder: a Shrink's survivors are not the previous epoch less the lost");
-  } else if (host_ < 0 && !node_key_from_ranks(e, mine, settings_.test_ranks_per_node)) {
-    return false;
+  return mine;
+}
+
+bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining,
+                            bool spare, const std::vector<MemberId>* lost,
+                            std::vector<MemberInfo>& gathered) {
+  if (!gathered.empty()) {
+    // Made with the round that admitted the joiners, over this communicator.
+    if (gathered.size() != static_cast<std::size_t>(e.size) || host_ < 0)
+      throw std::logic_error("epoch builder: a Grow's exchange does not match its communicator");
+    e.infos = std::move(gathered);
+  } else {
+    mine = identify(from, mine, joining, spare);
+    // Every rank takes the same branch: all have `from` after a Shrink of
+    // a ready epoch (the survivors all come from it), none at start-up.
+    if (from && lost) {
+      mine.node_key = node_key_after_shrink(*from, *lost, e.size);
+      if (mine.node_key < 0)
+        throw std::logic_error(
+            "epoch builder: a Shrink's survivors are not the previous epoch less the lost");
+    } else if (host_ < 0 && !node_key_from_ranks(e, mine, settings_.test_ranks_per_node)) {
+      return false;
+    }
+    e.infos.assign(static_cast<std::size_t>(e.size), MemberInfo{});
+    if (MPI_Allgather(&mine, sizeof mine, MPI_BYTE, e.infos.data(), sizeof mine, MPI_BYTE, e.ctrl.get()) !=
+        MPI_SUCCESS)
+      return false;
   }
-  e.infos.assign(static_cast<std::size_t>(e.size), MemberInfo{});
-  if (MPI_Allgather(&mine, sizeof mine, MPI_BYTE, e.infos.data(), sizeof mine, MPI_BYTE, comm) != MPI_SUCCESS)
-    return false;
   if (!(from && lost) && host_ >= 0) {
     // The node key from the hosts: the first rank on the same node (one
     // pass, so that a build of thousands of ranks stays linear).

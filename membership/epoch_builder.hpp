@@ -67,6 +67,10 @@ struct Grow {
   // The rank the application sees of each rank of `grown` (ascending when
   // empty or when `grown` is in that order already).
   std::vector<int> positions;
+  // The exchange, when whatever admitted the joiners made it already, over
+  // `grown`, from each process's identify() (the spare pool's roster):
+  // the build skips its own. Empty: the build makes it.
+  std::vector<MemberInfo> infos;
 };
 using Transition = std::variant<Start, Shrink, Grow>;
 
@@ -97,6 +101,14 @@ class EpochBuilder {
   // is armed by then.
   using BeforeAgreement = std::function<bool(Epoch&)>;
 
+  // What this process tells the others in a build's exchange: `mine` (its
+  // collective state) with its identity and placement. `from` is its
+  // previous epoch (null at Start and for a joiner); `joining`: it joins in
+  // a Grow, `spare`: as one of the world's spares. Public for a Grow whose
+  // exchange is gathered before the build (Grow::infos); that needs the
+  // node's host (set_host): the node key is left to the build.
+  MemberInfo identify(const Epoch* from, MemberInfo mine, bool joining, bool spare) const;
+
   // Builds the epoch that follows `from` (null at Start and for a joiner)
   // by `transition`. `mine` carries this member's collective state (seq,
   // finalizing, an input error); the builder fills in its identity.
@@ -115,9 +127,10 @@ class EpochBuilder {
   void set_host(int host) { host_ = host; }
 
  private:
-  // `joining`: a Grow's joiner; `spare`: one of the world's spares.
+  // `joining`: a Grow's joiner; `spare`: one of the world's spares;
+  // `gathered`: the exchange made already (Grow::infos), or empty.
   bool exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining, bool spare,
-                const std::vector<MemberId>* lost);
+                const std::vector<MemberId>* lost, std::vector<MemberInfo>& gathered);
   // Epoch::ranked: as `from` less the `lost` after a Shrink, else by the
   // Grow's `positions`, else the epoch's own order.
   static void rank_for_application(Epoch& e, const Epoch* from, const std::vector<MemberId>* lost,

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <numeric>
+#include <utility>
 #include <thread>
 
 #include "ringmend/core/error.hpp"
@@ -137,7 +138,100 @@ std::string SparePool::laps() const {
   return text;
 }
 
-RoundOutcome SparePool::round(const PoolEntry& mine) {
+namespace {
+
+// What each process says in a round: its pool entry, and what it would tell
+// the grown epoch's exchange (used when the round lends the pool to that
+// epoch: one allgather for both).
+struct RosterEntry {
+  PoolEntry entry;
+  MemberInfo info;
+};
+
+// What the roster decides, alike on every process that has it; the
+// round's outcome before any communicator is made.
+struct Decision {
+  RoundOutcome out;                               // all but `grown`
+  std::vector<int> members, spares;               // pool ranks: members that stay, spares (in rank order)
+  std::vector<std::pair<int, MemberId>> leaving;  // position, id
+  std::vector<int> holes;                         // the positions the joiners take, in order
+  int color = MPI_UNDEFINED, key = 0;             // this process's part of the split
+  // Every process of the pool stays or joins: the pool is lent to the
+  // grown epoch (no split).
+  bool lend = false;
+};
+
+Decision decide(const std::vector<RosterEntry>& roster, int rank, const PoolEntry& mine) {
+  const auto entry = [&](int r) -> const PoolEntry& { return roster[static_cast<std::size_t>(r)].entry; };
+  const int size = static_cast<int>(roster.size());
+  Decision d;
+  RoundOutcome& out = d.out;
+  out.left = mine.id != kNoMember && mine.leaving;
+  for (int r = 0; r < size; ++r) {
+    const PoolEntry& e = entry(r);
+    if (e.id == kNoMember)
+      d.spares.push_back(r);
+    else if (e.leaving)
+      d.leaving.emplace_back(e.position, e.id);
+    else
+      d.members.push_back(r);
+  }
+  std::sort(d.members.begin(), d.members.end(),
+            [&](int a, int b) { return entry(a).position < entry(b).position; });
+  std::sort(d.leaving.begin(), d.leaving.end());
+  for (const auto& l : d.leaving) out.released.push_back(l.second);
+  int view_size = 0, target = 0;
+  bool one_step = true;
+  for (int r : d.members) {
+    const PoolEntry& m = entry(r);
+    out.ending = out.ending || m.ending;
+    view_size = std::max(view_size, m.view_size);
+    target = std::max(target, m.target_size);
+    one_step = one_step && !m.hold && m.seq == entry(d.members.front()).seq;
+    out.present.push_back(m.id);
+  }
+  // Members that recover and members that came for another reason: the
+  // latter join the recovery first (RoundOutcome::recovery_first).
+  int recovering = 0, present_members = 0;
+  for (int r = 0; r < size; ++r)
+    if (entry(r).id != kNoMember) ++present_members, recovering += entry(r).recovering != 0;
+  if (recovering > 0 && recovering < present_members) {
+    out = RoundOutcome{};
+    out.recovery_first = true;
+    return d;
+  }
+  for (int r : d.members) {
+    const MemberId needed = entry(r).needs;
+    if (needed != kNoMember && std::find(out.present.begin(), out.present.end(), needed) == out.present.end())
+      one_step = false;
+  }
+  out.members = static_cast<int>(d.members.size());
+  out.target_size = target;
+  out.no_members = d.members.empty();
+  if (out.ending || out.no_members) return d;
+  const int wanted = std::clamp(target - out.members, 0, static_cast<int>(d.spares.size()));
+  out.joiners = one_step ? wanted : 0;
+  out.held = wanted > 0 && !one_step;
+  out.spares_left = static_cast<int>(d.spares.size()) - out.joiners;
+  // Joiners take the positions no staying member holds, lowest first,
+  // then the end.
+  for (int p = 0; p < view_size; ++p)
+    if (std::none_of(d.members.begin(), d.members.end(), [&](int r) { return entry(r).position == p; }))
+      d.holes.push_back(p);
+  for (int j = static_cast<int>(d.holes.size()); j < out.joiners; ++j) d.holes.push_back(view_size + j);
+  if (mine.id != kNoMember) {
+    if (!out.left) d.color = 0, d.key = mine.position;
+  } else {
+    const auto me = std::find(d.spares.begin(), d.spares.end(), rank) - d.spares.begin();
+    if (me < out.joiners) d.color = 0, d.key = d.holes[static_cast<std::size_t>(me)], out.joined = true;
+  }
+  d.lend = d.leaving.empty() && out.joiners == static_cast<int>(d.spares.size());
+  return d;
+}
+
+}  // namespace
+
+RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
   shrink_seconds_ = roster_seconds_ = split_seconds_ = 0;
   for (int attempt = 0;; ++attempt) {
     auto lap = Clock::now();
@@ -153,113 +247,66 @@ RoundOutcome SparePool::round(const PoolEntry& mine) {
     int rank = 0, size = 0;
     MPI_Comm_rank(pool_.get(), &rank);
     MPI_Comm_size(pool_.get(), &size);
-    std::vector<PoolEntry> roster(static_cast<std::size_t>(size));
-    const int gathered = MPI_Allgather(&mine, sizeof mine, MPI_BYTE, roster.data(), sizeof mine, MPI_BYTE,
-                                       pool_.get()) == MPI_SUCCESS;
-    const bool roster_agreed = agreed(gathered, attempt, "the roster's allgather");
+    std::vector<RosterEntry> roster(static_cast<std::size_t>(size));
+    const RosterEntry me{mine, info};
+    if (MPI_Allgather(&me, sizeof me, MPI_BYTE, roster.data(), sizeof me, MPI_BYTE, pool_.get()) !=
+        MPI_SUCCESS) {
+      // This process has no roster: it goes round again, and so does
+      // every other, whichever agreement on the pool it makes next (see
+      // below).
+      agreed(0, attempt, "the roster's allgather");
+      add_lap(roster_seconds_);
+      continue;
+    }
+    Decision d = decide(roster, rank, mine);
+    RoundOutcome& out = d.out;
+    // The roster is agreed on, unless the pool goes to the grown epoch with
+    // joiners: then every process of it builds that epoch, and the epoch's
+    // own agreement is the next one on the pool (one agreement fewer,
+    // which across nodes costs as much as the exchange). A process whose
+    // allgather failed makes the roster's agreement with 0, which the
+    // others meet as that epoch's: every process goes round again.
+    const bool lend_to_joiners = d.lend && out.joiners > 0;
+    const bool roster_agreed = lend_to_joiners || agreed(1, attempt, "the roster's allgather");
     add_lap(roster_seconds_);
     if (!roster_agreed) continue;
 
-    // The decision, from the roster alone.
-    RoundOutcome out;
-    out.left = mine.id != kNoMember && mine.leaving;
-    std::vector<int> members, spares;               // pool ranks (members that stay)
-    std::vector<std::pair<int, MemberId>> leaving;  // position, id
-    for (int r = 0; r < size; ++r) {
-      const PoolEntry& e = roster[static_cast<std::size_t>(r)];
-      if (e.id == kNoMember)
-        spares.push_back(r);
-      else if (e.leaving)
-        leaving.emplace_back(e.position, e.id);
-      else
-        members.push_back(r);
-    }
-    std::sort(members.begin(), members.end(), [&](int a, int b) {
-      return roster[static_cast<std::size_t>(a)].position < roster[static_cast<std::size_t>(b)].position;
-    });
-    std::sort(leaving.begin(), leaving.end());
-    for (const auto& l : leaving) out.released.push_back(l.second);
-    int view_size = 0, target = 0;
-    bool one_step = true;
-    for (int r : members) {
-      const PoolEntry& m = roster[static_cast<std::size_t>(r)];
-      out.ending = out.ending || m.ending;
-      view_size = std::max(view_size, m.view_size);
-      target = std::max(target, m.target_size);
-      one_step = one_step && !m.hold && m.seq == roster[static_cast<std::size_t>(members.front())].seq;
-      out.present.push_back(m.id);
-    }
-    // Members that recover and members that came for another reason: the
-    // latter join the recovery first (RoundOutcome::recovery_first).
-    int recovering = 0, present_members = 0;
-    for (const PoolEntry& e : roster)
-      if (e.id != kNoMember) ++present_members, recovering += e.recovering != 0;
-    if (recovering > 0 && recovering < present_members) {
-      out = RoundOutcome{};
-      out.recovery_first = true;
+    if (out.recovery_first) {
       // The pool's ranks after this round's shrink (a spare watches them).
       member_ranks_.clear();
       for (int r = 0; r < size; ++r)
-        if (roster[static_cast<std::size_t>(r)].id != kNoMember) member_ranks_.push_back(r);
-      return out;
+        if (roster[static_cast<std::size_t>(r)].entry.id != kNoMember) member_ranks_.push_back(r);
+      return std::move(out);
     }
-    for (int r : members) {
-      const MemberId needed = roster[static_cast<std::size_t>(r)].needs;
-      if (needed != kNoMember &&
-          std::find(out.present.begin(), out.present.end(), needed) == out.present.end())
-        one_step = false;
-    }
-    out.members = static_cast<int>(members.size());
-    out.target_size = target;
-    out.no_members = members.empty();
     if (out.ending || out.no_members) {
-      spares_left_ = static_cast<int>(spares.size());
-      return out;
+      spares_left_ = static_cast<int>(d.spares.size());
+      return std::move(out);
     }
-    const int wanted = std::clamp(target - out.members, 0, static_cast<int>(spares.size()));
-    out.joiners = one_step ? wanted : 0;
-    out.held = wanted > 0 && !one_step;
-    out.spares_left = static_cast<int>(spares.size()) - out.joiners;
-    // Joiners take the positions no staying member holds, lowest first,
-    // then the end.
-    std::vector<int> holes;
-    for (int p = 0; p < view_size; ++p)
-      if (std::none_of(members.begin(), members.end(),
-                       [&](int r) { return roster[static_cast<std::size_t>(r)].position == p; }))
-        holes.push_back(p);
-    for (int j = static_cast<int>(holes.size()); j < out.joiners; ++j) holes.push_back(view_size + j);
-    int color = MPI_UNDEFINED, key = 0;
-    if (mine.id != kNoMember) {
-      if (!out.left) color = 0, key = mine.position;
-    } else {
-      const auto me = std::find(spares.begin(), spares.end(), rank) - spares.begin();
-      if (me < out.joiners) color = 0, key = holes[static_cast<std::size_t>(me)], out.joined = true;
-    }
-    // Every process of the pool stays or joins: the pool itself is the new
-    // epoch's communicator, in its own order, and the application's ranks
-    // go with it (RoundOutcome::positions). No communicator to agree on:
-    // across nodes a split cost as much as the shrink.
-    if (leaving.empty() && out.joiners == static_cast<int>(spares.size())) {
+    if (d.lend) {
+      // The pool itself is the new epoch's communicator, in its own order,
+      // and the application's ranks go with it (RoundOutcome::positions).
+      // No communicator to agree on: across nodes a split cost as much as
+      // the shrink.
       out.positions.resize(static_cast<std::size_t>(size));
-      for (std::size_t m = 0; m < members.size(); ++m)
-        out.positions[static_cast<std::size_t>(members[m])] =
-            roster[static_cast<std::size_t>(members[m])].position;
+      for (int m : d.members)
+        out.positions[static_cast<std::size_t>(m)] = roster[static_cast<std::size_t>(m)].entry.position;
       for (int j = 0; j < out.joiners; ++j)
-        out.positions[static_cast<std::size_t>(spares[static_cast<std::size_t>(j)])] =
-            holes[static_cast<std::size_t>(j)];
+        out.positions[static_cast<std::size_t>(d.spares[static_cast<std::size_t>(j)])] =
+            d.holes[static_cast<std::size_t>(j)];
+      for (const RosterEntry& e : roster) out.infos.push_back(e.info);
       out.grown = pool_.share();
       lent_ = true;
       member_ranks_.resize(static_cast<std::size_t>(size));
       std::iota(member_ranks_.begin(), member_ranks_.end(), 0);
       spares_left_ = 0;
-      return out;
+      return std::move(out);
     }
     bool ok = false;
-    ulfm::CommHandle grown = split(color, key, ok);
+    ulfm::CommHandle grown = split(d.color, d.key, ok);
     // Members that leave leave the pool too: a later round must not wait
     // for a process that takes no part in it.
     ulfm::CommHandle rest;
-    if (!leaving.empty()) {
+    if (!d.leaving.empty()) {
       bool rest_ok = false;
       rest = split(out.left ? MPI_UNDEFINED : 0, rank, rest_ok);
       ok = ok && rest_ok;
@@ -268,22 +315,22 @@ RoundOutcome SparePool::round(const PoolEntry& mine) {
     add_lap(split_seconds_);
     if (!split_agreed) continue;
     out.grown = std::move(grown);
-    member_ranks_ = members;
-    member_ranks_.insert(member_ranks_.end(), spares.begin(), spares.begin() + out.joiners);
+    member_ranks_ = d.members;
+    member_ranks_.insert(member_ranks_.end(), d.spares.begin(), d.spares.begin() + out.joiners);
     std::sort(member_ranks_.begin(), member_ranks_.end());
     spares_left_ = out.spares_left;
-    if (!leaving.empty()) {
+    if (!d.leaving.empty()) {
       // Pool ranks renumbered without the leavers (the split kept the order).
       std::vector<int> gone;
-      for (int r = 0; r < size; ++r)
-        if (roster[static_cast<std::size_t>(r)].id != kNoMember &&
-            roster[static_cast<std::size_t>(r)].leaving)
-          gone.push_back(r);
+      for (int r = 0; r < size; ++r) {
+        const PoolEntry& e = roster[static_cast<std::size_t>(r)].entry;
+        if (e.id != kNoMember && e.leaving) gone.push_back(r);
+      }
       for (int& r : member_ranks_)
         r -= static_cast<int>(std::lower_bound(gone.begin(), gone.end(), r) - gone.begin());
       pool_ = std::move(rest);  // null on a member that left
     }
-    return out;
+    return std::move(out);
   }
 }
 

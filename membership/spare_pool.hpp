@@ -7,15 +7,25 @@
 //
 //   1. whoever starts the round revokes the pool, which wakes every spare;
 //   2. every live process shrinks the pool (the dead, spares too, drop out);
-//   3. every process says what it is and what it asks for (PoolEntry, one
-//      allgather), and the roster is agreed on, or all go round again;
+//   3. every process says what it is and what it asks for (PoolEntry), and
+//      what it would tell the grown epoch's exchange (MemberInfo): one
+//      allgather, the roster;
 //   4. every process decides alike, from the roster alone: which spares
 //      join and at which positions, which members leave (a release), or
 //      that the job is over;
 //   5. the members that stay and the joiners split off their communicator,
 //      from which the epoch builder makes the Grow epoch; when every
 //      process of the pool stays or joins, the pool's own communicator is
-//      lent to that epoch instead (no split to agree on).
+//      lent to that epoch instead (no split to agree on), and the roster
+//      is that epoch's exchange.
+//
+// The roster is agreed on before its decision is acted on, or all go round
+// again; except when the pool is lent to an epoch with joiners: that
+// epoch's own agreement, the next on the pool for every process of it,
+// stands for the roster's (a process whose allgather failed makes the
+// roster's with 0, and every process goes round again). A replacement
+// then takes as many MPI steps as a shrink-only recovery: shrink,
+// allgather, agreement.
 //
 // Members start a round when they recover from a failure with spares
 // waiting (the round drops the dead and replaces them), at a collective-
@@ -84,6 +94,9 @@ struct RoundOutcome {
   std::vector<int> positions;
   std::vector<MemberId> present;   // ids of the members that stay, in position order
   std::vector<MemberId> released;  // ids of the members that leave, in position order
+  // With `grown` the pool's own communicator: the grown epoch's exchange,
+  // gathered with the roster (membership::Grow::infos); else empty.
+  std::vector<MemberInfo> infos;
 };
 
 class SparePool {
@@ -114,9 +127,13 @@ class SparePool {
   bool wait_for_round();
 
   // One round (see the top of this file), retried until the roster is
-  // agreed by every live process; `mine` as above. A joiner and the
-  // members then build the Grow epoch on `grown`.
-  RoundOutcome round(const PoolEntry& mine);
+  // agreed by every live process; `mine` as above, `info` what this
+  // process would tell the grown epoch's exchange
+  // (EpochBuilder::identify). A joiner and the members then build the
+  // Grow epoch on `grown`; when joiners come into the pool's own
+  // communicator (`infos` given, `joiners` > 0), that build must follow on
+  // every process: its agreement completes the round's.
+  RoundOutcome round(const PoolEntry& mine, const MemberInfo& info);
   // Where the last round's time went, for the log: "shrink 1.2 ms, roster
   // 0.4 ms, split 0.9 ms" (summed over its attempts).
   std::string laps() const;

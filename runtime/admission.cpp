@@ -89,8 +89,9 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving, bo
                       " s (RINGMEND_RECOVERY_TIMEOUT)");
     membership::PoolEntry entry = member_entry(static_cast<std::int64_t>(joiner_next_seq));
     entry.leaving = leaving ? 1 : 0;
+    const membership::MemberInfo mine = my_state(seq);
     const auto round_start = Clock::now();
-    membership::RoundOutcome round = pool_->round(entry);
+    membership::RoundOutcome round = pool_->round(entry, builder_.identify(epoch_.get(), mine, false, false));
     pool_seconds += seconds_since(round_start);
     if (round.recovery_first) {
       // Another member recovers from a failure: this one takes part.
@@ -108,7 +109,7 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving, bo
     std::sort(members.begin(), members.end());
     if (round.joiners == 0 && present == members) return true;  // nothing changed
     if (faults_.armed()) faults_.at(FaultPhase::Admit, current_seq_, attempt, epoch_->number);
-    if (build_grown(round, joiner_next_seq, my_state(seq))) break;
+    if (build_grown(round, joiner_next_seq, mine)) break;
     log("a failure interrupted a round of the pool; another round");
   }
   // One change for the application: from the membership it saw to this one.
@@ -182,7 +183,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
     entry.needs = call_root_;
     entry.recovering = 1;
     const auto round_start = Clock::now();
-    membership::RoundOutcome round = pool_->round(entry);
+    membership::RoundOutcome round = pool_->round(entry, builder_.identify(epoch_.get(), mine, false, false));
     pool_seconds += seconds_since(round_start);
     shrink_seconds += pool_->shrink_seconds();
     attempts = attempt + 1;
@@ -258,7 +259,8 @@ void Communicator::Impl::serve_as_spare() {
   for (int rounds = 0;; ++rounds) {
     if (faults_.armed()) faults_.at(FaultPhase::Spare, 0, rounds, 0);
     if (!pool_->wait_for_round()) throw SpareDismissed{1, "every member of the job is gone"};
-    membership::RoundOutcome round = pool_->round(membership::PoolEntry{});
+    membership::RoundOutcome round = pool_->round(
+        membership::PoolEntry{}, builder_.identify(nullptr, membership::MemberInfo{}, true, true));
     if (round.ending) throw SpareDismissed{0, "the job finished without needing this spare"};
     if (round.no_members) throw SpareDismissed{1, "every member of the job is gone"};
     if (!round.joined) continue;
@@ -287,11 +289,16 @@ bool Communicator::Impl::build_grown(membership::RoundOutcome& round, std::uint6
   membership::EpochBuilder::BeforeAgreement send_state;
   if (round.joiners > 0)
     send_state = [&](const membership::Epoch& e) { return transfer_state(e, joiner_next_seq); };
-  auto next = builder_.build(
-      joiner ? nullptr : epoch_.get(),
-      membership::Grow{round.joiners, std::move(round.grown), joiner, std::move(round.positions)}, mine,
-      send_state);
+  auto next = builder_.build(joiner ? nullptr : epoch_.get(),
+                             membership::Grow{round.joiners, std::move(round.grown), joiner,
+                                              std::move(round.positions), std::move(round.infos)},
+                             mine, send_state);
   if (!next->ready) {
+    // Revoked, whatever made it fail: a failure that no step here saw (a
+    // process that died before the agreement, with no traffic to it) fails
+    // the agreement alone, and when the pool was lent to this epoch the
+    // spares that go back to waiting learn of the next round from this.
+    ulfm::revoke(next->ctrl.get());
     next->retire();
     retired_.push_back(std::move(next));
     return false;
@@ -417,9 +424,10 @@ void Communicator::Impl::dismiss_spares() {
   entry.view_size = epoch_->size;
   entry.target_size = target_size_;
   entry.ending = 1;
-  while (pool_->round(entry).recovery_first) {
+  for (;;) {
     membership::MemberInfo mine = my_state(seq + 1);
     mine.finalizing = 1;
+    if (!pool_->round(entry, builder_.identify(epoch_.get(), mine, false, false)).recovery_first) return;
     recover(mine, "another member is recovering from a failure");
   }
 }

@@ -13,8 +13,8 @@
 //          attach     (while connecting a membership, at start-up or in recovery:
 //                      after this node's shared memory is opened, before the
 //                      membership is agreed)
-//          admit      (a member admitting spares, after the pool's roster is
-//                      agreed, before the new epoch is built; step = the attempt)
+//          admit      (a member admitting spares, after the pool round has
+//                      decided, before the new epoch is built; step = the attempt)
 //          spare      (a spare, each time it starts waiting to be admitted;
 //                      step = the pool rounds it has taken part in)
 //          gpu_copy_in          (a GPU allreduce through host memory: its

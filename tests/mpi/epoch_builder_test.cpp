@@ -6,6 +6,8 @@
 // ids at a latency size and at a pipelined size, and a broadcast.
 //
 // 4 ranks. World rank 2 leaves in the Shrink and comes back as a joiner.
+// A second Grow takes its exchange gathered beforehand (as the spare pool
+// gathers it with its roster) and must give the same epoch.
 #include "membership/epoch_builder.hpp"
 
 #include <mpi.h>
@@ -135,17 +137,58 @@ int main(int argc, char** argv) {
     // Grow: world rank 2 comes back as a new process would, with no epoch.
     MPI_Comm grown = MPI_COMM_NULL;
     MPI_Comm_dup(MPI_COMM_WORLD, &grown);
-    auto e2 = builder.build(e1.get(), membership::Grow{1, ulfm::CommHandle(grown), false, {}}, mine);
+    auto e2 = builder.build(e1.get(), membership::Grow{1, ulfm::CommHandle(grown), false, {}, {}}, mine);
     expect(e2->ready, "Grow: epoch not ready");
     expect(e2->number == 2 && e2->size == 4, "Grow: wrong epoch number or size");
     expect(e2->members == std::vector<MemberId>{0, 1, 4, 3}, "Grow: the joiner did not get a new id");
     expect(e2->next_id == 5, "Grow: the next id is not past the joiner's");
     if (world_rank == 2) seq = 6;  // a joiner takes the step counter from the others (state transfer)
     exercise(*e2, settings, seq, "Grow");
+    // Grow again, with the exchange gathered before the build, as the spare
+    // pool gathers it with its roster: the same epoch as the builder's own
+    // exchange gives. That needs each node's host (SparePool::host): the
+    // first world rank on this rank's node.
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node);
+    int host = world_rank;
+    MPI_Allreduce(MPI_IN_PLACE, &host, 1, MPI_INT, MPI_MIN, node);
+    MPI_Comm_free(&node);
+    builder.set_host(host);
+    MPI_Comm regrown = MPI_COMM_NULL;
+    MPI_Comm_dup(MPI_COMM_WORLD, &regrown);
+    const membership::MemberInfo identified = builder.identify(e2.get(), mine, false, false);
+    std::vector<membership::MemberInfo> gathered(4);
+    MPI_Allgather(&identified, sizeof identified, MPI_BYTE, gathered.data(), sizeof identified, MPI_BYTE,
+                  regrown);
+    steps.clear();
+    auto e3 =
+        builder.build(e2.get(), membership::Grow{0, ulfm::CommHandle(regrown), false, {}, gathered}, mine);
+    expect(e3->ready, "Grow with a gathered exchange: epoch not ready");
+    expect(steps == std::vector<std::string>{"exchange", "plan", "fabric", "agreement"},
+           "Grow with a gathered exchange: the steps ran out of order");
+    expect(e3->number == 3 && e3->members == e2->members && e3->next_id == e2->next_id,
+           "Grow with a gathered exchange: wrong epoch number, ids or next id");
+    for (std::size_t r = 0; r < 4; ++r)
+      expect(e3->infos[r].node_key == e2->infos[r].node_key && e3->infos[r].pid == e2->infos[r].pid,
+             "Grow with a gathered exchange: rank " + std::to_string(r) + "'s node or process differs");
+    exercise(*e3, settings, seq, "Grow with a gathered exchange");
+    // A gathered exchange that does not match the communicator is a bug.
+    MPI_Comm wrong = MPI_COMM_NULL;
+    MPI_Comm_dup(MPI_COMM_WORLD, &wrong);
+    gathered.pop_back();
+    bool refused = false;
+    try {
+      builder.build(e3.get(), membership::Grow{0, ulfm::CommHandle(wrong), false, {}, gathered}, mine);
+    } catch (const std::logic_error&) {
+      refused = true;
+    }
+    expect(refused, "Grow with a gathered exchange of 3 for 4 ranks was not refused");
+
     // Nobody closes its endpoints while a peer still receives from them.
-    MPI_Barrier(e2->ctrl.get());
+    MPI_Barrier(e3->ctrl.get());
     e1.reset();
     e2.reset();
+    e3.reset();
   } catch (const std::exception& e) {
     fail(e.what());
   }
