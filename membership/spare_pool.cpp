@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <numeric>
-#include <utility>
 #include <thread>
+#include <utility>
 
 #include "ringmend/core/error.hpp"
 
@@ -293,7 +293,11 @@ RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
       for (int j = 0; j < out.joiners; ++j)
         out.positions[static_cast<std::size_t>(d.spares[static_cast<std::size_t>(j)])] =
             d.holes[static_cast<std::size_t>(j)];
-      for (const RosterEntry& e : roster) out.infos.push_back(e.info);
+      // The roster as the epoch's exchange, when no agreement was made on
+      // it (with joiners, hence spares: every process knows its node's
+      // host). A lend without joiners builds its own, if it builds.
+      if (lend_to_joiners)
+        for (const RosterEntry& e : roster) out.infos.push_back(e.info);
       out.grown = pool_.share();
       lent_ = true;
       member_ranks_.resize(static_cast<std::size_t>(size));

@@ -94,8 +94,9 @@ struct RoundOutcome {
   std::vector<int> positions;
   std::vector<MemberId> present;   // ids of the members that stay, in position order
   std::vector<MemberId> released;  // ids of the members that leave, in position order
-  // With `grown` the pool's own communicator: the grown epoch's exchange,
-  // gathered with the roster (membership::Grow::infos); else empty.
+  // With `grown` the pool's own communicator and joiners: the grown
+  // epoch's exchange, gathered with the roster (membership::Grow::infos);
+  // else empty.
   std::vector<MemberInfo> infos;
 };
 
