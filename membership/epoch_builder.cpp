@@ -196,7 +196,7 @@ int node_key_after_shrink(const Epoch& from, const std::vector<MemberId>& lost, 
 
 // Ranks sharing a node, from MPI (not from host names, which two "nodes" of
 // one machine may share). MPI_Comm_split_type makes a communicator, which
-// costs agreements on a context id among all ranks: only a first epoch and
+// costs collectives on a context id among all ranks: only a first epoch and
 // a Grow pay it, and neither when the processes know their node's host
 // (a job with spares: SparePool::host).
 // `ranks_per_node` > 0 (a test setting): groups of that many ranks instead.

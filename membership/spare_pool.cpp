@@ -260,14 +260,21 @@ RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
     }
     Decision d = decide(roster, rank, mine);
     RoundOutcome& out = d.out;
-    // The roster is agreed on, unless the pool goes to the grown epoch with
-    // joiners: then every process of it builds that epoch, and the epoch's
-    // own agreement is the next one on the pool (one agreement fewer,
-    // which across nodes costs as much as the exchange). A process whose
-    // allgather failed makes the roster's agreement with 0, which the
-    // others meet as that epoch's: every process goes round again.
+    // The roster is agreed on only when nothing else follows on the pool.
+    // When the pool goes to the grown epoch with joiners, every process of
+    // it builds that epoch, and the epoch's own agreement is the next one
+    // on the pool; when members and joiners are split off, the split's
+    // agreement is (a split makes no agreement of its own: Open MPI
+    // allocates its context id with an allreduce; only a shrink's are
+    // agreements). One agreement fewer, which across nodes costs as much as
+    // the exchange. A process whose allgather failed makes the roster's
+    // agreement with 0, which the others meet as the epoch's or the
+    // split's (its revoke fails their split or their build): every process
+    // goes round again.
     const bool lend_to_joiners = d.lend && out.joiners > 0;
-    const bool roster_agreed = lend_to_joiners || agreed(1, attempt, "the roster's allgather");
+    const bool settled_later =
+        !out.recovery_first && !out.ending && !out.no_members && (lend_to_joiners || !d.lend);
+    const bool roster_agreed = settled_later || agreed(1, attempt, "the roster's allgather");
     add_lap(roster_seconds_);
     if (!roster_agreed) continue;
 
@@ -319,6 +326,16 @@ RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
     add_lap(split_seconds_);
     if (!split_agreed) continue;
     out.grown = std::move(grown);
+    // The roster as the epoch's exchange, in the split's order (by key: a
+    // position, unique), when every process knows its node's host.
+    if (out.grown && host_ >= 0) {
+      std::vector<std::pair<int, int>> by_key;  // key, pool rank
+      for (int m : d.members) by_key.emplace_back(roster[static_cast<std::size_t>(m)].entry.position, m);
+      for (int j = 0; j < out.joiners; ++j)
+        by_key.emplace_back(d.holes[static_cast<std::size_t>(j)], d.spares[static_cast<std::size_t>(j)]);
+      std::sort(by_key.begin(), by_key.end());
+      for (const auto& [key, r] : by_key) out.infos.push_back(roster[static_cast<std::size_t>(r)].info);
+    }
     member_ranks_ = d.members;
     member_ranks_.insert(member_ranks_.end(), d.spares.begin(), d.spares.begin() + out.joiners);
     std::sort(member_ranks_.begin(), member_ranks_.end());

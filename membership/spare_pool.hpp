@@ -16,16 +16,18 @@
 //   5. the members that stay and the joiners split off their communicator,
 //      from which the epoch builder makes the Grow epoch; when every
 //      process of the pool stays or joins, the pool's own communicator is
-//      lent to that epoch instead (no split to agree on), and the roster
-//      is that epoch's exchange.
+//      lent to that epoch instead (no split to agree on). Either way the
+//      roster is that epoch's exchange (when every process knows its
+//      node's host), except for a lent pool without joiners.
 //
 // The roster is agreed on before its decision is acted on, or all go round
-// again; except when the pool is lent to an epoch with joiners: that
-// epoch's own agreement, the next on the pool for every process of it,
-// stands for the roster's (a process whose allgather failed makes the
-// roster's with 0, and every process goes round again). A replacement
-// then takes as many MPI steps as a shrink-only recovery: shrink,
-// allgather, agreement.
+// again; when the decision is a split, the split's agreement stands for
+// the roster's, and when the pool is lent to an epoch with joiners, that
+// epoch's own agreement does: either is the next agreement on the pool
+// for every process (a process whose allgather failed makes the roster's
+// with 0, and every process goes round again). A replacement then takes
+// as many MPI steps as a shrink-only recovery: shrink, allgather,
+// agreement.
 //
 // Members start a round when they recover from a failure with spares
 // waiting (the round drops the dead and replaces them), at a collective-
@@ -94,9 +96,10 @@ struct RoundOutcome {
   std::vector<int> positions;
   std::vector<MemberId> present;   // ids of the members that stay, in position order
   std::vector<MemberId> released;  // ids of the members that leave, in position order
-  // With `grown` the pool's own communicator and joiners: the grown
-  // epoch's exchange, gathered with the roster (membership::Grow::infos);
-  // else empty.
+  // The grown epoch's exchange, gathered with the roster, in `grown`'s
+  // order (membership::Grow::infos); empty when `grown` is the pool's own
+  // communicator without joiners, or no process knows its node's host (a
+  // pool of members made later).
   std::vector<MemberInfo> infos;
 };
 
@@ -132,8 +135,8 @@ class SparePool {
   // process would tell the grown epoch's exchange
   // (EpochBuilder::identify). A joiner and the members then build the
   // Grow epoch on `grown`; when joiners come into the pool's own
-  // communicator (`infos` given, `joiners` > 0), that build must follow on
-  // every process: its agreement completes the round's.
+  // communicator (`grown` shared with the pool, `joiners` > 0), that build
+  // must follow on every process: its agreement completes the round's.
   RoundOutcome round(const PoolEntry& mine, const MemberInfo& info);
   // Where the last round's time went, for the log: "shrink 1.2 ms, roster
   // 0.4 ms, split 0.9 ms" (summed over its attempts).
