@@ -102,9 +102,8 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   MPI_Comm_size(comm, &e->size);
 
   auto* grow = std::get_if<Grow>(&transition);
-  std::vector<MemberInfo> no_infos;
   bool ok = exchange(*e, from, mine, start, grow != nullptr, grow && grow->spare, lost,
-                     grow ? grow->infos : no_infos);
+                     grow && !grow->infos.empty() ? &grow->infos : nullptr);
   if (ok) rank_for_application(*e, from, lost, grow ? &grow->positions : nullptr);
   step_done(BuildStep::Exchange, *e);
   std::string shm_error;
@@ -243,12 +242,12 @@ MemberInfo EpochBuilder::identify(const Epoch* from, MemberInfo mine, bool joini
 
 bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining,
                             bool spare, const std::vector<MemberId>* lost,
-                            std::vector<MemberInfo>& gathered) {
-  if (!gathered.empty()) {
+                            std::vector<MemberInfo>* gathered) {
+  if (gathered) {
     // Made with the round that admitted the joiners, over this communicator.
-    if (gathered.size() != static_cast<std::size_t>(e.size) || host_ < 0)
+    if (gathered->size() != static_cast<std::size_t>(e.size) || host_ < 0)
       throw std::logic_error("epoch builder: a Grow's exchange does not match its communicator");
-    e.infos = std::move(gathered);
+    e.infos = std::move(*gathered);
   } else {
     mine = identify(from, mine, joining, spare);
     // Every rank takes the same branch: all have `from` after a Shrink of

@@ -128,9 +128,9 @@ class EpochBuilder {
 
  private:
   // `joining`: a Grow's joiner; `spare`: one of the world's spares;
-  // `gathered`: the exchange made already (Grow::infos), or empty.
+  // `gathered`: the exchange made already (Grow::infos, taken), or null.
   bool exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining, bool spare,
-                const std::vector<MemberId>* lost, std::vector<MemberInfo>& gathered);
+                const std::vector<MemberId>* lost, std::vector<MemberInfo>* gathered);
   // Epoch::ranked: as `from` less the `lost` after a Shrink, else by the
   // Grow's `positions`, else the epoch's own order.
   static void rank_for_application(Epoch& e, const Epoch* from, const std::vector<MemberId>* lost,

@@ -91,7 +91,7 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving, bo
     entry.leaving = leaving ? 1 : 0;
     const membership::MemberInfo mine = my_state(seq);
     const auto round_start = Clock::now();
-    membership::RoundOutcome round = pool_->round(entry, builder_.identify(epoch_.get(), mine, false, false));
+    membership::RoundOutcome round = pool_round(entry, mine);
     pool_seconds += seconds_since(round_start);
     if (round.recovery_first) {
       // Another member recovers from a failure: this one takes part.
@@ -183,7 +183,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
     entry.needs = call_root_;
     entry.recovering = 1;
     const auto round_start = Clock::now();
-    membership::RoundOutcome round = pool_->round(entry, builder_.identify(epoch_.get(), mine, false, false));
+    membership::RoundOutcome round = pool_round(entry, mine);
     pool_seconds += seconds_since(round_start);
     shrink_seconds += pool_->shrink_seconds();
     attempts = attempt + 1;
@@ -278,6 +278,11 @@ void Communicator::Impl::serve_as_spare() {
                                      std::to_string(epoch_->app_rank()) + " of " +
                                      std::to_string(epoch_->size) + "; its first collective is #" +
                                      std::to_string(seq + 1));
+}
+
+membership::RoundOutcome Communicator::Impl::pool_round(const membership::PoolEntry& entry,
+                                                        const membership::MemberInfo& mine) {
+  return pool_->round(entry, builder_.identify(epoch_.get(), mine, false, false));
 }
 
 bool Communicator::Impl::build_grown(membership::RoundOutcome& round, std::uint64_t joiner_next_seq,
@@ -427,7 +432,7 @@ void Communicator::Impl::dismiss_spares() {
   for (;;) {
     membership::MemberInfo mine = my_state(seq + 1);
     mine.finalizing = 1;
-    if (!pool_->round(entry, builder_.identify(epoch_.get(), mine, false, false)).recovery_first) return;
+    if (!pool_round(entry, mine).recovery_first) return;
     recover(mine, "another member is recovering from a failure");
   }
 }

@@ -207,6 +207,9 @@ struct Communicator::Impl final : transport::WaitContext {
   // on a joiner). Made current when ready (the previous one retired).
   bool build_grown(membership::RoundOutcome& round, std::uint64_t joiner_next_seq,
                    const membership::MemberInfo& mine);
+  // A member's round of the spare pool, `mine` its collective state (what
+  // it tells the grown epoch's exchange, with its identity).
+  membership::RoundOutcome pool_round(const membership::PoolEntry& entry, const membership::MemberInfo& mine);
   // The registered state, from one survivor straight to each joiner over
   // `e`'s channels; false: this rank took no part.
   bool transfer_state(const membership::Epoch& e, std::uint64_t joiner_next_seq);
