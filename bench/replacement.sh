@@ -18,7 +18,7 @@
 # shape, which adapts (across the nodes a victim that reduced no slice was
 # never killed, or died after giving its input).
 #
-#   bench/replacement.sh BENCH_DIR [RANKS] [REPEATS] [--cluster]
+#   bench/replacement.sh BENCH_DIR [RANKS] [REPEATS] [--cluster | --emulated]
 #
 # One node by default (the state crosses shared memory). --cluster runs on
 # the two nodes of the local Slurm cluster (scripts/cluster.sh start): the
@@ -28,16 +28,25 @@
 # takes the state from a member of its own node when there is one;
 # point-to-point bandwidth over UCX between the nodes is printed too). The
 # restart there is timed around tests/cluster/run_on_cluster.sh
-# (allocation included).
+# (allocation included). --emulated places the ranks alike on two nodes
+# emulated on this machine without Slurm
+# (tests/cluster/run_on_emulated_nodes.sh): the same planning and links as
+# on the local cluster, on a machine that has Slurm or not.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cluster=0
 args=()
-for a in "$@"; do [ "$a" = --cluster ] && cluster=1 || args+=("$a"); done
+roc="$here/../tests/cluster/run_on_cluster.sh"
+for a in "$@"; do
+  case "$a" in
+    --cluster) cluster=1 ;;
+    --emulated) cluster=1 roc="$here/../tests/cluster/run_on_emulated_nodes.sh" ;;
+    *) args+=("$a") ;;
+  esac
+done
 set -- "${args[@]}"
 bin=$1 n=${2:-4} repeats=${3:-3}
 ft="$here/../scripts/ft-mpirun"
-roc="$here/../tests/cluster/run_on_cluster.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # launch NP PROGRAM ARGS...: NP processes, on one node or across the two
@@ -53,11 +62,15 @@ launch() {
   fi
 }
 where="on $(hostname)"
-[ "$cluster" = 1 ] && where="on the two nodes of the local Slurm cluster ($((n / 2)) + $((n - n / 2)) ranks, the spare on n2)"
+if [ "$cluster" = 1 ]; then
+  kind="the local Slurm cluster"
+  [ "$(basename "$roc")" = run_on_emulated_nodes.sh ] && kind="two nodes emulated on $(hostname)"
+  where="on $kind ($((n / 2)) + $((n - n / 2)) ranks, the spare on the second)"
+fi
 echo "# replacement benchmark: $n ranks $where ($(nproc) cores: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)), $repeats jobs per figure"
 if [ "$cluster" = 1 ]; then
   timeout -k 5 200 "$roc" -t 190 2 "$bin/ringmend_p2p_bw" -m 1M:64M --transport shm -i 20 >"$work/p2p" 2>&1
-  timeout -k 5 200 "$roc" -t 190 1,1 "$bin/ringmend_p2p_bw" -m 1M:64M --transport ucx -i 20 >"$work/p2p_ucx" 2>&1
+  timeout -k 5 200 "$roc" -t 190 1,1 "$bin/ringmend_p2p_bw" -m 1M:64M --transport ucx -i 10 -W 8 >"$work/p2p_ucx" 2>&1
 else
   "$ft" --oversubscribe -np 2 "$bin/ringmend_p2p_bw" -m 1M:64M --transport shm -i 20 >"$work/p2p" 2>&1
 fi

@@ -183,6 +183,11 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
+    // Read by Open MPI at MPI_Init (ulfm/launch_environment.hpp says why).
+    if (ulfm::mpi_should_yield_when_idle(ulfm::process_environment(), std::thread::hardware_concurrency())) {
+      ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+      log(LogLevel::Debug, "more ranks on this node than CPUs: Open MPI yields the CPU when idle");
+    }
     int provided = 0;
     if (int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided); rc != MPI_SUCCESS)
       throw Error(Errc::Internal, "MPI_Init_thread failed (" + ulfm::error_string(rc) +

@@ -60,4 +60,14 @@ std::string srun_without_pmix_notice(const EnvLookup& env, int mpi_world_size) {
          "Launch with 'srun --mpi=pmix' (or ask for MpiDefault=pmix in slurm.conf), or use ringmend-run";
 }
 
+bool mpi_should_yield_when_idle(const EnvLookup& env, unsigned machine_cpus) {
+  if (env("OMPI_MCA_mpi_yield_when_idle")) return false;  // the user's choice stands
+  const char* local = env("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (!local || machine_cpus == 0) return false;
+  const std::string_view v(local);
+  unsigned ranks = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), ranks);
+  return ec == std::errc() && ptr == v.data() + v.size() && ranks > machine_cpus;
+}
+
 }  // namespace ringmend::ulfm

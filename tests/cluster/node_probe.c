@@ -1,7 +1,9 @@
 /* Prints where each rank runs: its world rank, the Slurm node it was started
  * on (SLURMD_NODENAME, SLURM_NODEID), the number of ranks sharing its node
  * according to MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), and its pid.
- * With --expect=A,B (ranks per node, in node order) it checks the layout:
+ * With --expect=A,B (ranks per node, in node order) it checks the layout, a
+ * node named by SLURMD_NODENAME, else by the host name (nodes emulated on one
+ * machine, tests/cluster/run_on_emulated_nodes.sh, differ only in that):
  * rank 0 prints "TEST PASSED"/"TEST FAILED" for the whole job.
  *
  *   node_probe [--expect=3,1] */
@@ -34,7 +36,7 @@ int main(int argc, char** argv) {
   if (expect) {
     /* Gather each rank's node name and shared-memory size on rank 0. */
     char name[64] = "";
-    snprintf(name, sizeof name, "%s", node ? node : "");
+    snprintf(name, sizeof name, "%s", node ? node : host);
     char* names = rank == 0 ? calloc((size_t)size, sizeof name) : NULL;
     int* locals = rank == 0 ? calloc((size_t)size, sizeof(int)) : NULL;
     MPI_Gather(name, sizeof name, MPI_CHAR, names, sizeof name, MPI_CHAR, 0, MPI_COMM_WORLD);
@@ -52,7 +54,7 @@ int main(int argc, char** argv) {
         }
         const char* n0 = names + (size_t)first * sizeof name;
         if (!*n0) {
-          fprintf(stderr, "node_probe: rank %d has no SLURMD_NODENAME\n", first);
+          fprintf(stderr, "node_probe: rank %d has no node name\n", first);
           failed = 1;
         }
         for (int k = 0; k < nodes; ++k)

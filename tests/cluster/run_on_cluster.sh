@@ -27,19 +27,10 @@ if [ "${1:-}" = "--inside" ]; then
   shift 2
   envs=()
   while [ "${1:-}" = "-x" ]; do envs+=(-x "$2"); shift 2; done
-  mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
-  IFS=, read -r -a counts <<<"$layout"
-  hosts="" np=0
-  for i in "${!counts[@]}"; do
-    hosts+="${hosts:+,}${nodes[$i]}:${counts[$i]}"
-    np=$((np + counts[i]))
-  done
-  echo "run_on_cluster: job $SLURM_JOB_ID, $np ranks, --host $hosts"
-  # --map-by slot with per-host slot counts puts exactly counts[i] ranks on
-  # node i; the default mapping (by core, with --oversubscribe) would put
-  # every rank on the first node.
-  exec timeout -k 5 "$limit" "$top/scripts/ft-mpirun" --oversubscribe --map-by slot --host "$hosts" -np "$np" \
-    "${envs[@]}" "$@"
+  node_names=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | paste -sd,)
+  # shellcheck source=tests/cluster/exec_on_nodes.sh
+  source "$here/exec_on_nodes.sh"
+  exec_on_nodes "run_on_cluster: job $SLURM_JOB_ID," "$limit" "$layout" "$node_names" "${envs[@]}" "$@"
 fi
 
 usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }

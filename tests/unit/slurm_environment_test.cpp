@@ -8,6 +8,7 @@
 using namespace ringmend::slurm;
 using ringmend::ulfm::detect_launcher;
 using ringmend::ulfm::Launcher;
+using ringmend::ulfm::mpi_should_yield_when_idle;
 using ringmend::ulfm::srun_no_fault_tolerance_notice;
 using ringmend::ulfm::srun_without_pmix_notice;
 
@@ -168,4 +169,17 @@ TEST(Launcher, SrunNoticesSayWhyAndWhatToDo) {
   EXPECT_TRUE(srun_without_pmix_notice(srun4_task1, 1).empty());  // said once, by task 0
   EXPECT_TRUE(srun_without_pmix_notice(srun4, 4).empty());
   EXPECT_TRUE(srun_without_pmix_notice(lookup({{"OMPI_COMM_WORLD_SIZE", "1"}}), 1).empty());
+}
+
+TEST(Launcher, OpenMpiYieldsWhenTheNodeHasMoreRanksThanCpus) {
+  EXPECT_TRUE(mpi_should_yield_when_idle(lookup({{"OMPI_COMM_WORLD_LOCAL_SIZE", "5"}}), 2));
+  EXPECT_FALSE(mpi_should_yield_when_idle(lookup({{"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}), 2));
+  EXPECT_FALSE(mpi_should_yield_when_idle(lookup({{"OMPI_COMM_WORLD_LOCAL_SIZE", "9"}}), 16));
+  // The user's setting stands, either way.
+  EXPECT_FALSE(mpi_should_yield_when_idle(
+      lookup({{"OMPI_COMM_WORLD_LOCAL_SIZE", "5"}, {"OMPI_MCA_mpi_yield_when_idle", "0"}}), 2));
+  // Not started by mpirun, or a value that is no count: nothing to decide.
+  EXPECT_FALSE(mpi_should_yield_when_idle(lookup({}), 2));
+  EXPECT_FALSE(mpi_should_yield_when_idle(lookup({{"OMPI_COMM_WORLD_LOCAL_SIZE", "5x"}}), 2));
+  EXPECT_FALSE(mpi_should_yield_when_idle(lookup({{"OMPI_COMM_WORLD_LOCAL_SIZE", "5"}}), 0));
 }
