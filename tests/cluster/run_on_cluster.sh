@@ -17,8 +17,9 @@
 # on PATH). Exits 77 (skipped) when Slurm is not installed.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-top=$(cd "$here/../.." && pwd)
 export SLURM_CONF=${SLURM_CONF:-${RINGMEND_CLUSTER_DIR:-/tmp/ringmend-cluster}/slurm.conf}
+# shellcheck source=tests/cluster/launch_on_nodes.sh
+source "$here/launch_on_nodes.sh"
 
 # Second stage, inside the allocation: place the ranks and start mpirun.
 if [ "${1:-}" = "--inside" ]; then
@@ -28,28 +29,11 @@ if [ "${1:-}" = "--inside" ]; then
   envs=()
   while [ "${1:-}" = "-x" ]; do envs+=(-x "$2"); shift 2; done
   node_names=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | paste -sd,)
-  # shellcheck source=tests/cluster/exec_on_nodes.sh
-  source "$here/exec_on_nodes.sh"
   exec_on_nodes "run_on_cluster: job $SLURM_JOB_ID," "$limit" "$layout" "$node_names" "${envs[@]}" "$@"
 fi
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-
-limit=120 expect="" envs=()
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -t) limit=$2; shift 2 ;;
-    -x) envs+=(-x "$2"); shift 2 ;;
-    --expect-passed) expect=$2; shift 2 ;;
-    -h | --help) usage ;;
-    -*) echo "run_on_cluster: unknown option '$1'" >&2; usage ;;
-    *) break ;;
-  esac
-done
-[ $# -ge 2 ] || usage
-layout=$1
-[[ "$layout" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "run_on_cluster: bad layout '$layout' (e.g. 3,1)" >&2; exit 2; }
-shift
+parse_launch_options run_on_cluster 2,18 "$@"
+set -- "${command[@]}"
 
 for c in salloc sinfo scontrol; do
   if ! command -v "$c" >/dev/null 2>&1; then
@@ -68,11 +52,7 @@ if [ "$have" -lt "$nnodes" ]; then
   exit 1
 fi
 
-if [ -n "$expect" ]; then
-  opts=(-t "$limit")
-  for e in "${envs[@]}"; do [ "$e" = -x ] || opts+=(-x "$e"); done
-  exec "$top/tests/mpi/expect_passed.sh" "$expect" "$0" "${opts[@]}" "$layout" "$@"
-fi
+check_passed_if_asked "$0"
 
 max=0
 for c in "${counts[@]}"; do [ "$c" -gt "$max" ] && max=$c; done

@@ -36,35 +36,16 @@ if [ "${1:-}" = "--agent" ]; then
   exec unshare --uts /bin/sh -c "hostname '$node' && exec /bin/sh -c \"\$0\"" "$*"
 fi
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-
-limit=120 expect="" envs=()
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -t) limit=$2; shift 2 ;;
-    -x) envs+=(-x "$2"); shift 2 ;;
-    --expect-passed) expect=$2; shift 2 ;;
-    -h | --help) usage ;;
-    -*) echo "run_on_emulated_nodes: unknown option '$1'" >&2; usage ;;
-    *) break ;;
-  esac
-done
-[ $# -ge 2 ] || usage
-layout=$1
-[[ "$layout" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
-  { echo "run_on_emulated_nodes: bad layout '$layout' (e.g. 2,3)" >&2; exit 2; }
-shift
+# shellcheck source=tests/cluster/launch_on_nodes.sh
+source "$here/launch_on_nodes.sh"
+parse_launch_options run_on_emulated_nodes 2,13 "$@"
 
 if ! command -v unshare >/dev/null 2>&1 || ! unshare --uts true 2>/dev/null; then
   echo "run_on_emulated_nodes: SKIPPED: this machine does not let unshare(1) make a UTS namespace (needs root or CAP_SYS_ADMIN)"
   exit 77
 fi
 
-if [ -n "$expect" ]; then
-  opts=(-t "$limit")
-  for e in "${envs[@]}"; do [ "$e" = -x ] || opts+=(-x "$e"); done
-  exec "$here/../mpi/expect_passed.sh" "$expect" "$0" "${opts[@]}" "$layout" "$@"
-fi
+check_passed_if_asked "$0"
 
 # Node names that no real host is likely to have: PRRTE must not take one
 # for this machine (it would start no daemon for it).
@@ -72,6 +53,4 @@ IFS=, read -r -a counts <<<"$layout"
 node_names=""
 for i in "${!counts[@]}"; do node_names+="${node_names:+,}rmnode$((i + 1))"; done
 export PRTE_MCA_plm_ssh_agent="$here/run_on_emulated_nodes.sh --agent"
-# shellcheck source=tests/cluster/exec_on_nodes.sh
-source "$here/exec_on_nodes.sh"
-exec_on_nodes "run_on_emulated_nodes:" "$limit" "$layout" "$node_names" "${envs[@]}" "$@"
+exec_on_nodes "run_on_emulated_nodes:" "$limit" "$layout" "$node_names" "${envs[@]}" "${command[@]}"
