@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   if (expect) {
     /* Gather each rank's node name and shared-memory size on rank 0. */
     char name[64] = "";
-    snprintf(name, sizeof name, "%s", node ? node : host);
+    snprintf(name, sizeof name, "%.63s", node ? node : host); /* names longer than 63 are cut */
     char* names = rank == 0 ? calloc((size_t)size, sizeof name) : NULL;
     int* locals = rank == 0 ? calloc((size_t)size, sizeof(int)) : NULL;
     MPI_Gather(name, sizeof name, MPI_CHAR, names, sizeof name, MPI_CHAR, 0, MPI_COMM_WORLD);
