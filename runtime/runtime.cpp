@@ -114,6 +114,9 @@ Runtime::Runtime(int* argc, char*** argv, Options options, std::vector<StateBuff
   try {
     impl_->settings = options.resolve();
     impl_->outcome_fd = outcome_fd_from_environment();
+    // From here a death is a ringmend program's: one during MPI_Init is a
+    // start that failed (ringmend-run's verdict), not an unknown program's.
+    tell_launcher(impl_->outcome_fd, std::string(outcome::kRuntime) + "=1");
     const double limit = impl_->settings.start_timeout_seconds;
     impl_->start_watchdog.emplace(
         limit, impl_->outcome_fd, LogLevel::Error,

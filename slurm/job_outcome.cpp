@@ -71,6 +71,7 @@ std::string how_it_ended(const RankRecord& r) {
 
 bool RankRecord::runtime_finished() const { return word(*this, outcome::kFinished) == "1"; }
 bool RankRecord::finalize_timed_out() const { return word(*this, outcome::kFinalizeTimeout) == "1"; }
+bool RankRecord::runtime_used() const { return word(*this, outcome::kRuntime) == "1" || runtime_started(); }
 bool RankRecord::runtime_started() const {
   return word(*this, outcome::kStarted) == "1" || runtime_finished();
 }
@@ -166,7 +167,7 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
             [](const RankRecord& a, const RankRecord& b) { return a.member < b.member; });
   Verdict v;
   int finished = 0, lost = 0, survivor_status = 0, lost_status = 0, killed_starting = 0, start_timeouts = 0;
-  bool any_started = false;
+  bool any_started = false, any_runtime = false;
   long epoch = -1, size = -1, recoveries = 0;
   int spares = 0, spares_admitted = 0, spares_unused = 0, released = 0;
   std::vector<std::string> losses;
@@ -176,6 +177,7 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
     const std::string where = "member " + std::to_string(r.member) + " on " + r.host;
     const double after = r.end - (o.job_start > 0 ? o.job_start : r.start);
     if (r.runtime_started()) any_started = true;
+    if (r.runtime_used()) any_runtime = true;
     if (r.start_timed_out()) {
       ++start_timeouts;
       v.lines.push_back(where + ": start-up did not complete in time; the start-up watchdog ended it " +
@@ -267,6 +269,13 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
     v.exit_status = survivor_status;
     v.lines.push_back("exit status " + std::to_string(v.exit_status) +
                       ": a rank that finished its work exited with it");
+  } else if (finished == 0 && !any_runtime) {
+    // Nothing says what the ranks were doing: a program without ringmend's
+    // Runtime reports nothing, and neither does one lost before it began.
+    v.exit_status = lost_status != 0 ? lost_status : o.mpirun_status != 0 ? o.mpirun_status : 1;
+    v.lines.push_back("exit status " + std::to_string(v.exit_status) +
+                      ": no rank finished normally, and none reported reaching ringmend's Runtime (a program "
+                      "that does not use it, or ranks lost before they started it)");
   } else if (finished == 0 && !any_started && (killed_starting > 0 || start_timeouts > 0)) {
     // MPI cannot survive every death while it starts (Open MPI fails
     // MPI_Init on the other ranks, or never reports the death): no rank got

@@ -34,6 +34,7 @@ struct RankRecord {
 
   bool runtime_finished() const;
   bool finalize_timed_out() const;
+  bool runtime_used() const;     // the program began the Runtime's start (a ringmend program)
   bool runtime_started() const;  // the Runtime completed its start-up
   bool start_timed_out() const;
   // A spare that was never admitted (it waited, then left or died).

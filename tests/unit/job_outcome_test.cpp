@@ -210,22 +210,36 @@ TEST(Judge, TheWatchdogIsReported) {
 }
 
 TEST(Judge, ADeathWhileMpiStartsIsAStartFailure) {
-  // Open MPI failed MPI_Init on the others (status 14): nothing ran.
-  std::vector<RankRecord> records = {rank(0, RankRecord::End::Exited, 14),
-                                     rank(1, RankRecord::End::Signaled, SIGKILL),
-                                     rank(2, RankRecord::End::Exited, 14)};
+  // Open MPI failed MPI_Init on the others (status 14): nothing ran. The
+  // Runtime had begun its start (it says so before MPI_Init).
+  std::vector<RankRecord> records = {rank(0, RankRecord::End::Exited, 14, "runtime=1"),
+                                     rank(1, RankRecord::End::Signaled, SIGKILL, "runtime=1"),
+                                     rank(2, RankRecord::End::Exited, 14, "runtime=1")};
   Verdict v = judge(records, started(3));
   EXPECT_EQ(v.exit_status, kExitStartFailed);
   EXPECT_NE(all(v).find("the job did not start"), std::string::npos) << all(v);
   // The watchdog ended the others' start-up.
-  records[0] = rank(0, RankRecord::End::Exited, 70, "start_timeout=1");
-  records[2] = rank(2, RankRecord::End::Exited, 70, "start_timeout=1");
+  records[0] = rank(0, RankRecord::End::Exited, 70, "runtime=1 start_timeout=1");
+  records[2] = rank(2, RankRecord::End::Exited, 70, "runtime=1 start_timeout=1");
   v = judge(records, started(3));
   EXPECT_EQ(v.exit_status, kExitStartFailed);
   EXPECT_NE(all(v).find("the start-up watchdog ended it"), std::string::npos) << all(v);
   // Once a rank completed its start-up, a later failure is a failed run.
   records[0] = rank(0, RankRecord::End::Exited, 1, "started=1");
   EXPECT_EQ(judge(records, started(3)).exit_status, 1);
+}
+
+TEST(Judge, AProgramWithoutTheRuntimeIsNotTakenForAFailedStart) {
+  // Plain MPI under ringmend-run: mpirun ended every rank after one died.
+  // Nothing says that MPI was starting; the ranks are simply lost.
+  const std::vector<RankRecord> records = {rank(0, RankRecord::End::Signaled, SIGKILL),
+                                           rank(1, RankRecord::End::Signaled, SIGKILL),
+                                           rank(2, RankRecord::End::Signaled, SIGKILL)};
+  const Verdict v = judge(records, started(3));
+  EXPECT_NE(v.exit_status, 0);
+  EXPECT_NE(v.exit_status, kExitStartFailed);
+  EXPECT_NE(all(v).find("none reported reaching ringmend's Runtime"), std::string::npos) << all(v);
+  EXPECT_EQ(all(v).find("did not start"), std::string::npos) << all(v);
 }
 
 }  // namespace

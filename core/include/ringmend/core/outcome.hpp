@@ -24,13 +24,14 @@ inline std::string signal_name(int sig) {
 inline constexpr const char* kFdVariable = "RINGMEND_OUTCOME_FD";
 
 // The words (key=value, space-separated; values have no spaces).
-inline constexpr const char* kStarted = "started";                   // 1: the Runtime started
-inline constexpr const char* kStartTimeout = "start_timeout";        // 1: the start-up watchdog fired
-inline constexpr const char* kFinished = "finished";                 // 1: the Runtime shut down normally
-inline constexpr const char* kEpoch = "epoch";                       // the last epoch
-inline constexpr const char* kSize = "size";                         // ranks in it
-inline constexpr const char* kRecoveries = "recoveries";             // membership changes seen
-inline constexpr const char* kLost = "lost";                         // member ids, comma-separated, or -
+inline constexpr const char* kRuntime = "runtime";             // 1: the Runtime is starting (before MPI_Init)
+inline constexpr const char* kStarted = "started";             // 1: the Runtime started
+inline constexpr const char* kStartTimeout = "start_timeout";  // 1: the start-up watchdog fired
+inline constexpr const char* kFinished = "finished";           // 1: the Runtime shut down normally
+inline constexpr const char* kEpoch = "epoch";                 // the last epoch
+inline constexpr const char* kSize = "size";                   // ranks in it
+inline constexpr const char* kRecoveries = "recoveries";       // membership changes seen
+inline constexpr const char* kLost = "lost";                   // member ids, comma-separated, or -
 inline constexpr const char* kFinalizeTimeout = "finalize_timeout";  // 1: the shutdown watchdog fired
 inline constexpr const char* kShutdownFrom = "shutdown_from";  // when the shutdown began (s since the epoch)
 inline constexpr const char* kSpare = "spare";                 // 1: started as a spare
