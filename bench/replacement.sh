@@ -36,11 +36,12 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cluster=0
 args=()
-roc="$here/../tests/cluster/run_on_cluster.sh"
+roc="$here/../tests/cluster/run_on_cluster.sh" nodes="the local Slurm cluster"
 for a in "$@"; do
   case "$a" in
     --cluster) cluster=1 ;;
-    --emulated) cluster=1 roc="$here/../tests/cluster/run_on_emulated_nodes.sh" ;;
+    --emulated)
+      cluster=1 roc="$here/../tests/cluster/run_on_emulated_nodes.sh" nodes="two nodes emulated on $(hostname)" ;;
     *) args+=("$a") ;;
   esac
 done
@@ -62,11 +63,7 @@ launch() {
   fi
 }
 where="on $(hostname)"
-if [ "$cluster" = 1 ]; then
-  kind="the local Slurm cluster"
-  [ "$(basename "$roc")" = run_on_emulated_nodes.sh ] && kind="two nodes emulated on $(hostname)"
-  where="on $kind ($((n / 2)) + $((n - n / 2)) ranks, the spare on the second)"
-fi
+[ "$cluster" = 1 ] && where="on $nodes ($((n / 2)) + $((n - n / 2)) ranks, the spare on the second)"
 echo "# replacement benchmark: $n ranks $where ($(nproc) cores: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)), $repeats jobs per figure"
 if [ "$cluster" = 1 ]; then
   timeout -k 5 200 "$roc" -t 190 2 "$bin/ringmend_p2p_bw" -m 1M:64M --transport shm -i 20 >"$work/p2p" 2>&1

@@ -269,14 +269,7 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
     v.exit_status = survivor_status;
     v.lines.push_back("exit status " + std::to_string(v.exit_status) +
                       ": a rank that finished its work exited with it");
-  } else if (finished == 0 && !any_runtime) {
-    // Nothing says what the ranks were doing: a program without ringmend's
-    // Runtime reports nothing, and neither does one lost before it began.
-    v.exit_status = lost_status != 0 ? lost_status : o.mpirun_status != 0 ? o.mpirun_status : 1;
-    v.lines.push_back("exit status " + std::to_string(v.exit_status) +
-                      ": no rank finished normally, and none reported reaching ringmend's Runtime (a program "
-                      "that does not use it, or ranks lost before they started it)");
-  } else if (finished == 0 && !any_started && (killed_starting > 0 || start_timeouts > 0)) {
+  } else if (finished == 0 && any_runtime && !any_started && (killed_starting > 0 || start_timeouts > 0)) {
     // MPI cannot survive every death while it starts (Open MPI fails
     // MPI_Init on the other ranks, or never reports the death): no rank got
     // as far as its first epoch. Nothing ran; the job can simply be rerun.
@@ -286,8 +279,14 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
                                            : "no rank completed its start-up within RINGMEND_START_TIMEOUT") +
                       "; start the job again");
   } else if (finished == 0) {
+    // Without a word from ringmend's Runtime nothing says what the ranks
+    // were doing (a start is told from a run by that word alone).
     v.exit_status = lost_status != 0 ? lost_status : o.mpirun_status != 0 ? o.mpirun_status : 1;
-    v.lines.push_back("exit status " + std::to_string(v.exit_status) + ": no rank finished normally");
+    v.lines.push_back("exit status " + std::to_string(v.exit_status) + ": no rank finished normally" +
+                      (any_runtime
+                           ? ""
+                           : ", and none reported reaching ringmend's Runtime (a program that does not "
+                             "use it, or ranks lost before they started it)"));
   } else if (lost > 0 && o.fail_on_loss) {
     v.exit_status = 3;
     v.lines.push_back("exit status 3: ranks were lost and --fail-on-loss was given");

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 namespace ringmend::ulfm {
@@ -11,6 +12,17 @@ namespace {
 // script, the extern step and the interactive step of salloc.
 constexpr unsigned long long kMaxNormalStepId = 0xfffffff0ULL;
 
+// The whole of `text` as an unsigned number; nothing for anything else.
+template <typename T>
+std::optional<T> parse_whole(const char* text) {
+  if (!text) return std::nullopt;
+  const std::string_view v(text);
+  T value{};
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
+  if (ec != std::errc() || ptr != v.data() + v.size()) return std::nullopt;
+  return value;
+}
+
 }  // namespace
 
 EnvLookup process_environment() {
@@ -18,11 +30,8 @@ EnvLookup process_environment() {
 }
 
 bool is_slurm_job_step(const char* step) {
-  if (!step) return false;
-  const std::string_view v(step);
-  unsigned long long id = 0;
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), id);
-  return ec == std::errc() && ptr == v.data() + v.size() && id < kMaxNormalStepId;
+  const auto id = parse_whole<unsigned long long>(step);
+  return id && *id < kMaxNormalStepId;
 }
 
 Launcher detect_launcher(const EnvLookup& env) {
@@ -62,12 +71,8 @@ std::string srun_without_pmix_notice(const EnvLookup& env, int mpi_world_size) {
 
 bool mpi_should_yield_when_idle(const EnvLookup& env, unsigned machine_cpus) {
   if (env("OMPI_MCA_mpi_yield_when_idle")) return false;  // the user's choice stands
-  const char* local = env("OMPI_COMM_WORLD_LOCAL_SIZE");
-  if (!local || machine_cpus == 0) return false;
-  const std::string_view v(local);
-  unsigned ranks = 0;
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), ranks);
-  return ec == std::errc() && ptr == v.data() + v.size() && ranks > machine_cpus;
+  const auto ranks = parse_whole<unsigned>(env("OMPI_COMM_WORLD_LOCAL_SIZE"));
+  return ranks && machine_cpus > 0 && *ranks > machine_cpus;
 }
 
 }  // namespace ringmend::ulfm
