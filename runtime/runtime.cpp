@@ -187,9 +187,10 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
   MPI_Initialized(&initialized);
   if (!initialized) {
     // Read by Open MPI at MPI_Init (ulfm/launch_environment.hpp says why).
-    if (ulfm::mpi_should_yield_when_idle(ulfm::process_environment(), std::thread::hardware_concurrency())) {
-      ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-      log(LogLevel::Debug, "more ranks on this node than CPUs: Open MPI yields the CPU when idle");
+    for (const auto& s :
+         ulfm::open_mpi_settings(ulfm::process_environment(), std::thread::hardware_concurrency())) {
+      ::setenv(s.variable, s.value, 0);
+      log(LogLevel::Debug, std::string("Open MPI setting ") + s.variable + "=" + s.value);
     }
     int provided = 0;
     if (int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided); rc != MPI_SUCCESS)

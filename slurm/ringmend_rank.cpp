@@ -139,9 +139,9 @@ int main(int argc, char** argv) {
     const int fd = ::fcntl(report[1], F_DUPFD, 3);  // without O_CLOEXEC: the program keeps it
     ::setenv(ringmend::outcome::kFdVariable, std::to_string(fd).c_str(), 1);
     // Before the program's MPI_Init (ulfm/launch_environment.hpp says why).
-    if (ringmend::ulfm::mpi_should_yield_when_idle(ringmend::ulfm::process_environment(),
-                                                   std::thread::hardware_concurrency()))
-      ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+    for (const auto& s : ringmend::ulfm::open_mpi_settings(ringmend::ulfm::process_environment(),
+                                                           std::thread::hardware_concurrency()))
+      ::setenv(s.variable, s.value, 0);
     ::execvp(argv[1], argv + 1);
     std::fprintf(stderr, "ringmend-rank: cannot run %s: %s\n", argv[1], std::strerror(errno));
     ::_exit(127);

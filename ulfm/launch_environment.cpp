@@ -75,4 +75,13 @@ bool mpi_should_yield_when_idle(const EnvLookup& env, unsigned machine_cpus) {
   return ranks && machine_cpus > 0 && *ranks > machine_cpus;
 }
 
+std::vector<OpenMpiSetting> open_mpi_settings(const EnvLookup& env, unsigned machine_cpus) {
+  std::vector<OpenMpiSetting> settings;
+  if (!env("OMPI_MCA_mpi_event_tick_rate"))
+    settings.push_back({"OMPI_MCA_mpi_event_tick_rate", kMpiEventTickRateMicroseconds});
+  if (mpi_should_yield_when_idle(env, machine_cpus))
+    settings.push_back({"OMPI_MCA_mpi_yield_when_idle", "1"});
+  return settings;
+}
+
 }  // namespace ringmend::ulfm

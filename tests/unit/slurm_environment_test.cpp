@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <string>
+#include <vector>
 
 #include "slurm/environment.hpp"
 #include "ulfm/launch_environment.hpp"
@@ -9,6 +11,7 @@ using namespace ringmend::slurm;
 using ringmend::ulfm::detect_launcher;
 using ringmend::ulfm::Launcher;
 using ringmend::ulfm::mpi_should_yield_when_idle;
+using ringmend::ulfm::open_mpi_settings;
 using ringmend::ulfm::srun_no_fault_tolerance_notice;
 using ringmend::ulfm::srun_without_pmix_notice;
 
@@ -182,4 +185,28 @@ TEST(Launcher, OpenMpiYieldsWhenTheNodeHasMoreRanksThanCpus) {
   EXPECT_FALSE(mpi_should_yield_when_idle(lookup({}), 2));
   EXPECT_FALSE(mpi_should_yield_when_idle(lookup({{"OMPI_COMM_WORLD_LOCAL_SIZE", "5x"}}), 2));
   EXPECT_FALSE(mpi_should_yield_when_idle(lookup({{"OMPI_COMM_WORLD_LOCAL_SIZE", "5"}}), 0));
+}
+
+namespace {
+// The settings a rank gets, as VARIABLE=value, in order.
+std::vector<std::string> settings_of(const ringmend::ulfm::EnvLookup& env, unsigned cpus) {
+  std::vector<std::string> out;
+  for (const auto& s : open_mpi_settings(env, cpus)) out.push_back(std::string(s.variable) + "=" + s.value);
+  return out;
+}
+}  // namespace
+
+TEST(Launcher, OpenMpiLooksAtItsEventsOftenAndYieldsOnACrowdedNode) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(settings_of(lookup({{"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}), 2),
+            V{"OMPI_MCA_mpi_event_tick_rate=100"});
+  EXPECT_EQ(settings_of(lookup({{"OMPI_COMM_WORLD_LOCAL_SIZE", "5"}}), 2),
+            (V{"OMPI_MCA_mpi_event_tick_rate=100", "OMPI_MCA_mpi_yield_when_idle=1"}));
+  // The user's values stand: nothing is given for a variable already set.
+  EXPECT_EQ(settings_of(lookup({{"OMPI_COMM_WORLD_LOCAL_SIZE", "5"},
+                                {"OMPI_MCA_mpi_event_tick_rate", "10000"},
+                                {"OMPI_MCA_mpi_yield_when_idle", "0"}}),
+                        2),
+            V{});
+  EXPECT_EQ(settings_of(lookup({}), 2), V{"OMPI_MCA_mpi_event_tick_rate=100"});
 }
