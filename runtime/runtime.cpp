@@ -19,6 +19,7 @@
 #include "transport/shm_segment.hpp"
 #include "transport/ucx_environment.hpp"
 #include "ulfm/launch_environment.hpp"
+#include "ulfm/pmix_connection.hpp"
 
 namespace ringmend {
 
@@ -222,6 +223,17 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (!impl_->fault_tolerant && rank == 0) log(LogLevel::Warn, impl_->ft_status);
+  // This process's end of the PMIx connection tells how the Open MPI it
+  // runs was built (ulfm/pmix_connection.hpp); said once, by rank 0.
+  if (impl_->fault_tolerant && rank == 0)
+    if (const auto port = ulfm::pmix_server_port();
+        port && ulfm::pmix_connection_state(*port) == ulfm::PmixConnection::Nagle)
+      log(LogLevel::Warn,
+          "this Open MPI's PMIx connection sends with Nagle's algorithm (no TCP_NODELAY): failure notices "
+          "can reach "
+          "the ranks up to 40 ms late (MPI learns of a death only from them). scripts/bootstrap.sh builds "
+          "Open "
+          "MPI with the fix (scripts/patches/openpmix-5.0.7-ptl-tcp-nodelay.patch; docs/troubleshooting.md)");
   // srun without a PMIx server: every task is a 1-rank job. Say so once.
   if (const std::string alone = ulfm::srun_without_pmix_notice(ulfm::process_environment(), size);
       !alone.empty())
