@@ -230,10 +230,9 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
         port && ulfm::pmix_connection_state(*port) == ulfm::PmixConnection::Nagle)
       log(LogLevel::Warn,
           "this Open MPI's PMIx connection sends with Nagle's algorithm (no TCP_NODELAY): failure notices "
-          "can reach "
-          "the ranks up to 40 ms late (MPI learns of a death only from them). scripts/bootstrap.sh builds "
-          "Open "
-          "MPI with the fix (scripts/patches/openpmix-5.0.7-ptl-tcp-nodelay.patch; docs/troubleshooting.md)");
+          "can reach the ranks up to 40 ms late (MPI learns of a death only from them). "
+          "scripts/bootstrap.sh builds Open MPI with the fix "
+          "(scripts/patches/openpmix-5.0.7-ptl-tcp-nodelay.patch; docs/troubleshooting.md)");
   // srun without a PMIx server: every task is a 1-rank job. Say so once.
   if (const std::string alone = ulfm::srun_without_pmix_notice(ulfm::process_environment(), size);
       !alone.empty())

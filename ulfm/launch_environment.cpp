@@ -1,9 +1,9 @@
 #include "ulfm/launch_environment.hpp"
 
-#include <charconv>
 #include <cstdlib>
-#include <optional>
 #include <string_view>
+
+#include "ulfm/parse_whole.hpp"
 
 namespace ringmend::ulfm {
 namespace {
@@ -11,17 +11,6 @@ namespace {
 // Special step ids (Slurm's SLURM_MAX_NORMAL_STEP_ID and up): the batch
 // script, the extern step and the interactive step of salloc.
 constexpr unsigned long long kMaxNormalStepId = 0xfffffff0ULL;
-
-// The whole of `text` as an unsigned number; nothing for anything else.
-template <typename T>
-std::optional<T> parse_whole(const char* text) {
-  if (!text) return std::nullopt;
-  const std::string_view v(text);
-  T value{};
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
-  if (ec != std::errc() || ptr != v.data() + v.size()) return std::nullopt;
-  return value;
-}
 
 }  // namespace
 
@@ -59,12 +48,9 @@ std::string srun_without_pmix_notice(const EnvLookup& env, int mpi_world_size) {
   if (const char* procid = env("SLURM_PROCID"); !procid || std::string_view(procid) != "0") return {};
   const char* n = env("SLURM_STEP_NUM_TASKS");
   if (!n) n = env("SLURM_NTASKS");
-  if (!n) return {};
-  const std::string_view v(n);
-  int tasks = 0;
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), tasks);
-  if (ec != std::errc() || ptr != v.data() + v.size() || tasks <= 1) return {};
-  return "srun started " + std::to_string(tasks) +
+  const auto tasks = parse_whole<int>(n);
+  if (!tasks || *tasks <= 1) return {};
+  return "srun started " + std::to_string(*tasks) +
          " tasks, but MPI sees a world of 1: srun gave Open MPI no PMIx server, so every task runs alone. "
          "Launch with 'srun --mpi=pmix' (or ask for MpiDefault=pmix in slurm.conf), or use ringmend-run";
 }

@@ -6,9 +6,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include <charconv>
-#include <cstdlib>
 #include <string_view>
+
+#include "ulfm/parse_whole.hpp"
 
 namespace ringmend::ulfm {
 namespace {
@@ -42,11 +42,8 @@ std::optional<int> pmix_server_port(const EnvLookup& env) {
     if (!before.ends_with("tcp4") && !before.ends_with("tcp6")) return std::nullopt;
     const auto colon = v.rfind(':');
     if (colon == std::string_view::npos || colon < scheme + 3) return std::nullopt;
-    int port = 0;
-    const auto digits = v.substr(colon + 1);
-    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-    if (ec != std::errc() || ptr != digits.data() + digits.size() || port <= 0 || port > 65535)
-      return std::nullopt;
+    const auto port = parse_whole<int>(uri + colon + 1);
+    if (!port || *port <= 0 || *port > 65535) return std::nullopt;
     return port;
   }
   return std::nullopt;
@@ -58,13 +55,11 @@ PmixConnection pmix_connection_state(int server_port) {
   PmixConnection state = PmixConnection::NotFound;
   const int own = ::dirfd(dir);
   while (const dirent* entry = ::readdir(dir)) {
-    int fd = -1;
-    const std::string_view name(entry->d_name);
-    if (std::from_chars(name.data(), name.data() + name.size(), fd).ec != std::errc() || fd == own) continue;
-    if (tcp_peer_port(fd) != server_port) continue;
+    const auto fd = parse_whole<int>(entry->d_name);  // "." and ".." are not
+    if (!fd || *fd == own || tcp_peer_port(*fd) != server_port) continue;
     int nodelay = 0;
     socklen_t len = sizeof nodelay;
-    if (::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &len) != 0) continue;
+    if (::getsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &len) != 0) continue;
     state = nodelay ? PmixConnection::NoDelay : PmixConnection::Nagle;
     if (state == PmixConnection::Nagle) break;
   }
