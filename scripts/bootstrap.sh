@@ -141,7 +141,7 @@ else
     --with-ucx --with-hwloc=external --with-libevent=external \
     --disable-mpi-fortran --disable-oshmem --with-ft=ulfm --disable-sphinx \
     >configure.log 2>&1 || { tail -30 configure.log; false; }
-  step "make -j$JOBS (about 20-25 min on 2 cores; log: $SRC/make.log)"
+  step "make -j$JOBS (5-20 min on 2 cores; log: $SRC/make.log)"
   (
     make -j"$JOBS" >make.log 2>&1 &
     pid=$!
