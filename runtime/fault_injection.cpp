@@ -5,7 +5,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -14,6 +13,7 @@
 #include "ringmend/core/error.hpp"
 #include "ringmend/core/log.hpp"
 #include "ringmend/core/outcome.hpp"
+#include "ringmend/core/parse_whole.hpp"
 
 namespace ringmend {
 namespace {
@@ -25,11 +25,9 @@ namespace {
 }
 
 std::int64_t to_int(const std::string& rule, const std::string& key, const std::string& v) {
-  std::int64_t out = 0;
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || ptr != v.data() + v.size() || out < 0)
-    bad(rule, key + " must be a non-negative integer, got '" + v + "'");
-  return out;
+  const auto out = parse_whole<std::int64_t>(v);
+  if (!out || *out < 0) bad(rule, key + " must be a non-negative integer, got '" + v + "'");
+  return *out;
 }
 
 std::string trim(const std::string& s) {

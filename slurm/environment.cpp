@@ -1,10 +1,10 @@
 #include "slurm/environment.hpp"
 
-#include <charconv>
 #include <cstdlib>
 #include <limits>
 #include <set>
 
+#include "ringmend/core/parse_whole.hpp"
 #include "slurm/hostlist.hpp"
 #include "ulfm/launch_environment.hpp"
 
@@ -24,13 +24,11 @@ const char* first_set(const EnvLookup& env, std::initializer_list<const char*> n
 }
 
 int to_int(const char* name, const char* value, int min) {
-  const std::string_view v(value);
-  long long out = 0;
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || ptr != v.data() + v.size() || out < min || out > std::numeric_limits<int>::max())
-    throw EnvironmentError(std::string(name) + "='" + std::string(v) + "' is not a whole number" +
+  const auto out = parse_whole<long long>(value);
+  if (!out || *out < min || *out > std::numeric_limits<int>::max())
+    throw EnvironmentError(std::string(name) + "='" + value + "' is not a whole number" +
                            (min > 0 ? " of at least " + std::to_string(min) : std::string(" >= 0")));
-  return static_cast<int>(out);
+  return static_cast<int>(*out);
 }
 
 std::vector<int> counts(const char* name, const char* value) {

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "ulfm/parse_whole.hpp"
+#include "ringmend/core/parse_whole.hpp"
 
 namespace ringmend::ulfm {
 namespace {

@@ -4,19 +4,17 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 #include <string_view>
 
-#include "ulfm/parse_whole.hpp"
+#include "ringmend/core/parse_whole.hpp"
 
 namespace ringmend::ulfm {
 namespace {
 
-// The peer port of a connected TCP socket; nothing for anything else.
+// The peer port of a connected TCP socket; nothing for anything else
+// (getsockopt fails on what is not a socket).
 std::optional<int> tcp_peer_port(int fd) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return std::nullopt;
   int type = 0;
   socklen_t len = sizeof type;
   if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) return std::nullopt;
