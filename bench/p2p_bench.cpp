@@ -16,6 +16,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/bench_util.hpp"
@@ -244,7 +245,9 @@ std::unique_ptr<Endpoint> open_ucx(MPI_Comm world, DeadlineWait& wait) {
   std::vector<std::byte> mine;
   if (active) {
     tp::set_ucx_environment_defaults();  // as the runtime does
-    context = std::make_shared<tp::UcxContext>();
+    // RINGMEND_UCX_WORKERS_AHEAD=0 as for the runtime: no helper thread.
+    const char* ahead = std::getenv("RINGMEND_UCX_WORKERS_AHEAD");
+    context = std::make_shared<tp::UcxContext>(std::string{}, !(ahead && std::string_view(ahead) == "0"));
     channel = std::make_unique<tp::UcxChannel>(*context, rank, size, 0);
     mine = channel->local_address();
   }

@@ -199,6 +199,8 @@ Settings Options::resolve() const {
              parse_size, size_between(4 * KiB, 64 * MiB), "a size between 4K and 64M");
   sizes.take(s.shm_p2p_slots, shm_p2p_slots, "shm_p2p_slots", "RINGMEND_SHM_P2P_SLOTS", parse_count,
              size_between(2, 1024), "a number of slots between 2 and 1024");
+  flags.take(s.ucx_workers_ahead, ucx_workers_ahead, "ucx_workers_ahead", "RINGMEND_UCX_WORKERS_AHEAD",
+             parse_bool, any_bool, "a boolean");
   flags.take(s.nccl, nccl, "nccl", "RINGMEND_NCCL", parse_bool, any_bool, "a boolean");
   flags.take(s.nccl_shrink, nccl_shrink, "nccl_shrink", "RINGMEND_NCCL_SHRINK", parse_bool, any_bool,
              "a boolean");

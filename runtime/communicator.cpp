@@ -57,6 +57,7 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
       pipeline_tuner_(settings_.shm_buffer_bytes, {settings_.shm_chunk_bytes, settings_.shm_depth},
                       settings_.shm_tune),
       fault_tolerant_(fault_tolerant),
+      ucx_(ucx),
       builder_(settings_, ucx, parent, where) {
   pipeline_tuner_.on_decision = [this](const std::string& line) { log(line); };
   // The members started with the job have their world rank as member id.
@@ -359,6 +360,8 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
         execute(c, call_seq);
         result.contributors = epoch_->size;
       }
+      // Off the recovery's path: the next worker, the old ones closed.
+      ucx_.epoch_in_use();
       result.epoch = view_.number;
       return result;
     } catch (const transport::Interrupted& e) {

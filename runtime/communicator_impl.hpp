@@ -27,6 +27,7 @@
 #include "runtime/call_queue.hpp"
 #include "runtime/fault_injection.hpp"
 #include "runtime/state_registry.hpp"
+#include "transport/ucx_context.hpp"
 
 namespace ringmend {
 
@@ -279,6 +280,9 @@ struct Communicator::Impl final : transport::WaitContext {
   coll::PipelineTuner pipeline_tuner_;
   bool fault_tolerant_;
   FaultInjector faults_;
+  // Told when a new epoch is in use (a collective done in it): its helper
+  // thread then makes the next UCX worker and closes the old ones.
+  transport::UcxContext& ucx_;
   membership::EpochBuilder builder_;
   // Where spares wait (null without spares), and the size the job keeps.
   std::unique_ptr<membership::SparePool> pool_;

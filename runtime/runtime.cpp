@@ -248,7 +248,8 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
         "GPU " + gpu + " in use; UCX network device: " +
             (self.ucx_net_device.empty() ? "UCX's choice (fewer than two NICs)" : self.ucx_net_device));
   transport::set_ucx_environment_defaults();  // before UCX reads its configuration
-  impl_->ucx = std::make_unique<transport::UcxContext>(self.ucx_net_device);
+  impl_->ucx =
+      std::make_unique<transport::UcxContext>(self.ucx_net_device, impl_->settings.ucx_workers_ahead);
   impl_->world.reset(new Communicator(std::make_unique<Communicator::Impl>(
       impl_->settings, impl_->fault_tolerant, *impl_->ucx, MPI_COMM_WORLD, self.where)));
   // Before a spare waits: an admitted spare receives into these buffers.
@@ -257,6 +258,9 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
     // A spare waits as long as the job runs: the start-up bound is over.
     impl_->start_watchdog.reset();
     tell_launcher(impl_->outcome_fd, std::string(outcome::kSpare) + "=1");
+    // Its first epoch's UCX worker, made while it waits rather than when
+    // it is admitted.
+    impl_->ucx->prepare_worker();
     try {
       comm.serve_as_spare();
     } catch (const SpareDismissed& dismissed) {

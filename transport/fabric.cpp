@@ -16,7 +16,9 @@ Fabric::~Fabric() {
   routed_.reset();  // refers to the others
   p2p_.reset();
   node_.reset();
-  ucx_.reset();
+  // Destroying a worker takes milliseconds: not on the way to the next
+  // epoch's first collective (ucx_context.hpp).
+  context_.close_later(std::move(ucx_));
 }
 
 void Fabric::route() {

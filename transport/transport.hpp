@@ -13,6 +13,9 @@
 //   * progress.hpp: how every wait drives progress and polls for failures
 //     (WaitContext), and the two ways a wait ends early (Interrupted,
 //     Mismatch); backoff.hpp: the one spin / yield / poll policy.
+//   * UcxContext (ucx_context.hpp): the process's UCP context; each epoch's
+//     worker made ahead and the last one's destroyed behind, on a helper
+//     thread of the lowest priority.
 //   * ucx_environment.hpp: ringmend's defaults for UCX's variables, set once.
 #pragma once
 
@@ -24,4 +27,5 @@
 #include "transport/shm_channel.hpp"
 #include "transport/shm_node.hpp"
 #include "transport/ucx_channel.hpp"
+#include "transport/ucx_context.hpp"
 #include "transport/ucx_environment.hpp"

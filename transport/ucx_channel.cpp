@@ -2,21 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <stdexcept>
 
 #include "ringmend/core/error.hpp"
 #include "transport/progress.hpp"
 
 namespace ringmend::transport {
-namespace {
-
-void check(ucs_status_t s, const char* what) {
-  if (s != UCS_OK) throw Error(Errc::Internal, std::string("UCX: ") + what + ": " + ucs_status_string(s));
-}
-
-}  // namespace
-
 struct UcxChannel::Request {
   void* ucx = nullptr;  // UCX's request, null when completed immediately
   OpState state = OpState::Pending;
@@ -25,43 +16,17 @@ struct UcxChannel::Request {
   bool is_recv = false;
 };
 
-UcxContext::UcxContext(const std::string& net_device) {
-  ucp_config_t* config = nullptr;
-  // UCX's variables (and ringmend's defaults for them, ucx_environment.hpp)
-  // are read here, from the environment.
-  check(ucp_config_read(nullptr, nullptr, &config), "reading configuration");
-  if (!net_device.empty() && std::getenv("UCX_NET_DEVICES") == nullptr)
-    ucp_config_modify(config, "NET_DEVICES", net_device.c_str());
-  ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-  params.features = UCP_FEATURE_TAG;
-  params.mt_workers_shared = 0;
-  ucs_status_t s = ucp_init(&params, config, &context_);
-  ucp_config_release(config);
-  check(s, "ucp_init (check the UCX_* environment variables; `ucx_info -c` lists them)");
-}
-
-UcxContext::~UcxContext() {
-  if (context_) ucp_cleanup(context_);
-}
-
 UcxChannel::UcxChannel(UcxContext& context, int rank, int size, std::uint32_t epoch)
-    : rank_(rank), size_(size), epoch_(epoch), endpoints_(static_cast<std::size_t>(size), nullptr) {
-  ucp_worker_params_t wp{};
-  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
-  check(ucp_worker_create(context.get(), &wp, &worker_),
-        "ucp_worker_create (check the UCX_* environment variables; `ucx_info -c` lists them)");
-  ucp_address_t* addr = nullptr;
-  std::size_t len = 0;
-  check(ucp_worker_get_address(worker_, &addr, &len), "ucp_worker_get_address");
-  address_.assign(reinterpret_cast<std::byte*>(addr), reinterpret_cast<std::byte*>(addr) + len);
-  ucp_worker_release_address(worker_, addr);
-}
+    : rank_(rank),
+      size_(size),
+      epoch_(epoch),
+      worker_(context.take_worker()),
+      endpoints_(static_cast<std::size_t>(size), nullptr) {}
 
 UcxChannel::~UcxChannel() {
   abandon();
-  ucp_worker_destroy(worker_);
+  // Now, while the endpoints' error arguments still exist.
+  worker_ = UcxWorker{};
 }
 
 void UcxChannel::abandon() {
@@ -70,7 +35,7 @@ void UcxChannel::abandon() {
   // Cancel what is still posted, force-close endpoints (peers may be dead:
   // a graceful close could wait for them), progress briefly, destroy.
   for (auto& r : requests_)
-    if (r->ucx && r->state == OpState::Pending && r->is_recv) ucp_request_cancel(worker_, r->ucx);
+    if (r->ucx && r->state == OpState::Pending && r->is_recv) ucp_request_cancel(worker_.get(), r->ucx);
   std::vector<void*> closing;
   for (ucp_ep_h ep : endpoints_) {
     if (!ep) continue;
@@ -83,7 +48,7 @@ void UcxChannel::abandon() {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
   for (void* req : closing) {
     while (ucp_request_check_status(req) == UCS_INPROGRESS && std::chrono::steady_clock::now() < deadline)
-      ucp_worker_progress(worker_);
+      ucp_worker_progress(worker_.get());
     ucp_request_free(req);
   }
   for (auto& r : requests_) {
@@ -107,7 +72,7 @@ void UcxChannel::connect(const std::vector<std::vector<std::byte>>& addresses,
     ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
     ep.err_handler.cb = &UcxChannel::peer_error_cb;
     ep.err_handler.arg = arg.get();
-    ucs_status_t st = ucp_ep_create(worker_, &ep, &endpoints_[static_cast<std::size_t>(peer)]);
+    ucs_status_t st = ucp_ep_create(worker_.get(), &ep, &endpoints_[static_cast<std::size_t>(peer)]);
     error_args_.push_back(std::move(arg));
     // The peer may already be gone (dead, or recovering and so past this
     // epoch): that is a failure to recover from, not an error.
@@ -208,7 +173,8 @@ Channel::Op UcxChannel::recv(int peer, std::uint32_t tag, std::span<const Piece>
   p.cb.recv = recv_done;
   p.user_data = r;
   p.datatype = ucp_dt_make_iov();
-  void* s = ucp_tag_recv_nbx(worker_, r->iov.data(), r->iov.size(), full_tag(peer, tag), ~ucp_tag_t{0}, &p);
+  void* s =
+      ucp_tag_recv_nbx(worker_.get(), r->iov.data(), r->iov.size(), full_tag(peer, tag), ~ucp_tag_t{0}, &p);
   if (UCS_PTR_IS_ERR(s)) {
     r->state = UCS_PTR_STATUS(s) == UCS_ERR_MESSAGE_TRUNCATED ? OpState::Truncated : OpState::Failed;
   } else {
@@ -228,6 +194,6 @@ OpState UcxChannel::test(Op op, std::size_t* bytes) {
   return s;
 }
 
-bool UcxChannel::progress() { return ucp_worker_progress(worker_) != 0; }
+bool UcxChannel::progress() { return ucp_worker_progress(worker_.get()) != 0; }
 
 }  // namespace ringmend::transport

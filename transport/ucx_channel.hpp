@@ -1,8 +1,8 @@
 // Channel over UCX (UCP tag matching), with peer-failure error handling.
 //
 // Lifecycle, one per communicator epoch:
-//   UcxContext ctx;                       // once per process
-//   UcxChannel ch(ctx, rank, size, epoch);
+//   UcxContext ctx;                       // once per process (ucx_context.hpp)
+//   UcxChannel ch(ctx, rank, size, epoch); // a worker of its own, from ctx
 //   bytes = ch.local_address();           // exchanged over MPI by the caller
 //   ch.connect(all_addresses, peers);     // endpoints to the peers it talks to
 // A new worker per epoch drops every message of the previous epoch, so a
@@ -18,23 +18,9 @@
 
 #include "transport/channel.hpp"
 #include "transport/request_pool.hpp"
+#include "transport/ucx_context.hpp"
 
 namespace ringmend::transport {
-
-// Owns the UCP context (one per process).
-class UcxContext {
- public:
-  // `net_device`: the UCX network device to use (UCX_NET_DEVICES), unless
-  // the user set one; empty leaves the choice to UCX.
-  explicit UcxContext(const std::string& net_device = {});
-  ~UcxContext();
-  UcxContext(const UcxContext&) = delete;
-  UcxContext& operator=(const UcxContext&) = delete;
-  ucp_context_h get() const { return context_; }
-
- private:
-  ucp_context_h context_ = nullptr;
-};
 
 class UcxChannel final : public Channel {
  public:
@@ -44,7 +30,7 @@ class UcxChannel final : public Channel {
   UcxChannel& operator=(const UcxChannel&) = delete;
 
   // This worker's address, to be sent to the other ranks.
-  std::vector<std::byte> local_address() const { return address_; }
+  std::vector<std::byte> local_address() const { return worker_.address(); }
 
   // Creates endpoints to `peers`; `addresses[r]` is rank r's local_address().
   void connect(const std::vector<std::vector<std::byte>>& addresses, const std::vector<int>& peers);
@@ -70,8 +56,7 @@ class UcxChannel final : public Channel {
 
   int rank_, size_;
   std::uint32_t epoch_;
-  ucp_worker_h worker_ = nullptr;
-  std::vector<std::byte> address_;
+  UcxWorker worker_;
   std::vector<ucp_ep_h> endpoints_;  // by rank; null where not connected
   struct ErrorArg {
     UcxChannel* channel;

@@ -361,6 +361,7 @@ class PyRuntime {
          }},
         {"shm", [&](const py::handle& v) { o.shm = flag(v); }},
         {"shm_tune", [&](const py::handle& v) { o.shm_tune = flag(v); }},
+        {"ucx_workers_ahead", [&](const py::handle& v) { o.ucx_workers_ahead = flag(v); }},
         {"nccl", [&](const py::handle& v) { o.nccl = flag(v); }},
         {"nccl_shrink", [&](const py::handle& v) { o.nccl_shrink = flag(v); }},
         {"test_ranks_per_node", [&](const py::handle& v) { o.test_ranks_per_node = size(v); }},

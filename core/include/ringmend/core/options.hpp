@@ -59,6 +59,10 @@ struct Settings {
   // of n ranks has n(n-1) of them (4 x 64 KiB: ~14 MiB for 8 ranks).
   std::size_t shm_p2p_slot_bytes = 64 * KiB;  // RINGMEND_SHM_P2P_SLOT_BYTES: slot of a point-to-point ring
   std::size_t shm_p2p_slots = 4;              // RINGMEND_SHM_P2P_SLOTS: slots per point-to-point ring
+  // UCX between nodes: each epoch's worker made ahead, and the previous
+  // one's destroyed, by a helper thread of low priority
+  // (transport/ucx_context.hpp), not on the way through a recovery.
+  bool ucx_workers_ahead = true;  // RINGMEND_UCX_WORKERS_AHEAD=0: every worker made and destroyed inline
   // GPU buffers (docs/gpu.md)
   bool nccl = true;  // RINGMEND_NCCL=0: never NCCL; GPU buffers always go through host memory
   bool nccl_shrink =
@@ -85,6 +89,7 @@ struct Options {
   std::optional<bool> shm;
   std::optional<std::size_t> shm_buffer_bytes, shm_chunk_bytes, shm_depth, shm_p2p_slot_bytes, shm_p2p_slots;
   std::optional<bool> shm_tune;
+  std::optional<bool> ucx_workers_ahead;
   std::optional<bool> nccl, nccl_shrink;
   std::optional<std::size_t> test_ranks_per_node;
   std::optional<LogLevel> log_level;
