@@ -268,6 +268,9 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
 }
 
 CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
+  // The previous call ended, on whatever path (GPU calls included): its
+  // epoch is in use (below, a host call says so as it ends).
+  ucx_.epoch_in_use();
   if (call.kind == coll::CollectiveKind::Allreduce && !call.gpu && call.placement_error.empty() &&
       call.memory != MemoryKind::Host && !left)
     if (auto on_device = run_on_device(call)) return *on_device;
