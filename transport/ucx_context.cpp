@@ -59,7 +59,8 @@ UcxWorker& UcxWorker::operator=(UcxWorker&& other) noexcept {
 // The helper thread: keeps one worker ready, destroys the channels given
 // to it. It sleeps on a condition variable while there is nothing to do.
 struct UcxContext::Helper {
-  explicit Helper(ucp_context_h ctx) : context(ctx), thread([this] { loop(); }) {}
+  Helper(ucp_context_h ctx, bool held_at_start)
+      : context(ctx), held(held_at_start), thread([this] { loop(); }) {}
   ~Helper() {
     {
       std::lock_guard lock(mutex);
@@ -112,7 +113,7 @@ struct UcxContext::Helper {
   std::mutex mutex;
   std::condition_variable wake;
   bool stopping = false;
-  bool held = false;   // an epoch is being set up: wait until it is in use
+  bool held;           // an epoch is being set up: wait until it is in use
   bool wanted = true;  // keep a worker ready
   UcxWorker ready;
   HelperCounts counts;
@@ -147,14 +148,14 @@ UcxContext::~UcxContext() {
   if (context_) ucp_cleanup(context_);
 }
 
-UcxContext::Helper* UcxContext::helper() noexcept {
+UcxContext::Helper* UcxContext::helper(bool held_at_start) noexcept {
   if (!helper_allowed_) return nullptr;
   // Started at most once; a communicator's calls may run on a thread of
   // their own (runtime/call_queue.hpp).
   std::lock_guard lock(helper_start_);
   if (!helper_ && !helper_failed_) {
     try {
-      helper_ = std::make_unique<Helper>(context_);
+      helper_ = std::make_unique<Helper>(context_, held_at_start);
     } catch (const std::exception&) {
       helper_failed_ = true;  // no thread to be had: everything inline
     }
@@ -180,7 +181,7 @@ UcxWorker UcxContext::take_worker() {
   return worker;
 }
 
-void UcxContext::prepare_worker() { helper(); }  // makes one as it starts
+void UcxContext::prepare_worker() { helper(false); }  // makes one as it starts
 
 void UcxContext::epoch_in_use() noexcept {
   if (!settle_pending_.load(std::memory_order_acquire)) return;  // the common case: one load

@@ -92,7 +92,9 @@ class UcxContext {
 
  private:
   struct Helper;
-  Helper* helper() noexcept;  // started on first use; null: none
+  // Started on first use, held (see epoch_in_use()) unless asked otherwise;
+  // null: none.
+  Helper* helper(bool held_at_start = true) noexcept;
 
   ucp_context_h context_ = nullptr;
   bool helper_allowed_ = false;
