@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -78,7 +79,10 @@ void warm_up(const UcxWorker& worker) {
   p.flags = UCP_EP_CLOSE_FLAG_FORCE;
   void* req = ucp_ep_close_nbx(handle, &p);
   if (UCS_PTR_IS_PTR(req)) {
-    while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(worker.get());
+    // Both ends in this process: done at once; bounded all the same.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    while (ucp_request_check_status(req) == UCS_INPROGRESS && std::chrono::steady_clock::now() < deadline)
+      ucp_worker_progress(worker.get());
     ucp_request_free(req);
   }
 }
@@ -134,8 +138,7 @@ struct UcxContext::Helper {
         continue;
       }
       ++counts.made_ahead;
-      if (!ready) ready = std::move(made);
-      // else one was made on the spot meanwhile: `made` is destroyed here
+      ready = std::move(made);  // only this thread fills it, and it was empty
     }
   }
 
