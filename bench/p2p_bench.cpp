@@ -16,7 +16,6 @@
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "bench/bench_util.hpp"
@@ -245,9 +244,9 @@ std::unique_ptr<Endpoint> open_ucx(MPI_Comm world, DeadlineWait& wait) {
   std::vector<std::byte> mine;
   if (active) {
     tp::set_ucx_environment_defaults();  // as the runtime does
-    // RINGMEND_UCX_WORKERS_AHEAD=0 as for the runtime: no helper thread.
-    const char* ahead = std::getenv("RINGMEND_UCX_WORKERS_AHEAD");
-    context = std::make_shared<tp::UcxContext>(std::string{}, !(ahead && std::string_view(ahead) == "0"));
+    // RINGMEND_UCX_WORKERS_AHEAD as the runtime reads it.
+    context =
+        std::make_shared<tp::UcxContext>(std::string{}, ringmend::Options{}.resolve().ucx_workers_ahead);
     channel = std::make_unique<tp::UcxChannel>(*context, rank, size, 0);
     mine = channel->local_address();
   }

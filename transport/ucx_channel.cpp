@@ -1,7 +1,6 @@
 #include "transport/ucx_channel.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <stdexcept>
 
 #include "ringmend/core/error.hpp"
@@ -33,29 +32,14 @@ void UcxChannel::abandon() {
   if (abandoned_) return;
   abandoned_ = true;
   // Cancel what is still posted, force-close endpoints (peers may be dead:
-  // a graceful close could wait for them), progress briefly, destroy.
+  // a graceful close could wait for them), free the requests.
   for (auto& r : requests_)
     if (r->ucx && r->state == OpState::Pending && r->is_recv) ucp_request_cancel(worker_.get(), r->ucx);
-  std::vector<void*> closing;
-  for (ucp_ep_h ep : endpoints_) {
-    if (!ep) continue;
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    void* req = ucp_ep_close_nbx(ep, &p);
-    if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-  for (void* req : closing) {
-    while (ucp_request_check_status(req) == UCS_INPROGRESS && std::chrono::steady_clock::now() < deadline)
-      ucp_worker_progress(worker_.get());
-    ucp_request_free(req);
-  }
+  worker_.close_forced(endpoints_);
   for (auto& r : requests_) {
     if (r->ucx) ucp_request_free(r->ucx);
     r->ucx = nullptr;
   }
-  std::fill(endpoints_.begin(), endpoints_.end(), nullptr);
 }
 
 void UcxChannel::connect(const std::vector<std::vector<std::byte>>& addresses,

@@ -23,7 +23,7 @@ void check(ucs_status_t s, const char* what) {
 
 }  // namespace
 
-UcxWorker::UcxWorker(ucp_context_h context) : context_(context) {
+UcxWorker::UcxWorker(ucp_context_h context) {
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   // Made on one thread (the helper) and used on another, one at a time.
@@ -46,18 +46,33 @@ UcxWorker::~UcxWorker() {
 }
 
 UcxWorker::UcxWorker(UcxWorker&& other) noexcept
-    : context_(other.context_),
-      worker_(std::exchange(other.worker_, nullptr)),
-      address_(std::move(other.address_)) {}
+    : worker_(std::exchange(other.worker_, nullptr)), address_(std::move(other.address_)) {}
 
 UcxWorker& UcxWorker::operator=(UcxWorker&& other) noexcept {
   if (this != &other) {
     if (worker_) ucp_worker_destroy(worker_);
-    context_ = other.context_;
     worker_ = std::exchange(other.worker_, nullptr);
     address_ = std::move(other.address_);
   }
   return *this;
+}
+
+void UcxWorker::close_forced(std::span<ucp_ep_h> endpoints) const {
+  std::vector<void*> closing;
+  for (ucp_ep_h& ep : endpoints) {
+    if (!ep) continue;
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    void* req = ucp_ep_close_nbx(std::exchange(ep, nullptr), &p);
+    if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  for (void* req : closing) {
+    while (ucp_request_check_status(req) == UCS_INPROGRESS && std::chrono::steady_clock::now() < deadline)
+      ucp_worker_progress(worker_);
+    ucp_request_free(req);
+  }
 }
 
 namespace {
@@ -66,25 +81,15 @@ namespace {
 // (UCX sets up the endpoint configuration, which the worker then keeps):
 // one made and closed here, to a throwaway worker, takes that off the
 // next epoch's wire-up.
-void warm_up(const UcxWorker& worker) {
-  UcxWorker peer(worker.context());
+void warm_up(ucp_context_h context, const UcxWorker& worker) {
+  UcxWorker peer(context);
   ucp_ep_params_t ep{};
   ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   ep.address = reinterpret_cast<const ucp_address_t*>(peer.address().data());
   ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;  // as the channels' endpoints
   ucp_ep_h handle = nullptr;
   if (ucp_ep_create(worker.get(), &ep, &handle) != UCS_OK) return;
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-  void* req = ucp_ep_close_nbx(handle, &p);
-  if (UCS_PTR_IS_PTR(req)) {
-    // Both ends in this process: done at once; bounded all the same.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-    while (ucp_request_check_status(req) == UCS_INPROGRESS && std::chrono::steady_clock::now() < deadline)
-      ucp_worker_progress(worker.get());
-    ucp_request_free(req);
-  }
+  worker.close_forced(std::span<ucp_ep_h>(&handle, 1));
 }
 
 }  // namespace
@@ -128,7 +133,7 @@ struct UcxContext::Helper {
       UcxWorker made;
       try {
         made = UcxWorker(context);
-        warm_up(made);
+        warm_up(context, made);
       } catch (const std::exception&) {
         // Made on the spot when needed, where the error reaches the caller.
       }

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,13 +49,15 @@ class UcxWorker {
   UcxWorker& operator=(const UcxWorker&) = delete;
 
   ucp_worker_h get() const { return worker_; }
-  ucp_context_h context() const { return context_; }
   explicit operator bool() const { return worker_ != nullptr; }
   // What a peer needs to connect (sent over MPI by the caller).
   const std::vector<std::byte>& address() const { return address_; }
+  // Force-closes this worker's `endpoints` (peers may be dead: a graceful
+  // close could wait for them), progressing the worker for at most 200 ms,
+  // and sets each to null.
+  void close_forced(std::span<ucp_ep_h> endpoints) const;
 
  private:
-  ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::vector<std::byte> address_;
 };
