@@ -98,6 +98,23 @@ TEST(Config, SharedMemorySettings) {
     ::unsetenv(name);
 }
 
+TEST(Config, UcxWorkersAhead) {
+  EXPECT_TRUE(Options{}.resolve().ucx_workers_ahead);
+  ::setenv("RINGMEND_UCX_WORKERS_AHEAD", "0", 1);
+  EXPECT_FALSE(Options{}.resolve().ucx_workers_ahead);
+  Options o;
+  o.ucx_workers_ahead = true;  // code comes first
+  EXPECT_TRUE(o.resolve().ucx_workers_ahead);
+  ::setenv("RINGMEND_UCX_WORKERS_AHEAD", "maybe", 1);
+  try {
+    Options{}.resolve();
+    ADD_FAILURE() << "RINGMEND_UCX_WORKERS_AHEAD=maybe accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("RINGMEND_UCX_WORKERS_AHEAD"), std::string::npos) << e.what();
+  }
+  ::unsetenv("RINGMEND_UCX_WORKERS_AHEAD");
+}
+
 TEST(Config, CodeComesBeforeTheEnvironment) {
   ::setenv("RINGMEND_CHUNK_BYTES", "128K", 1);
   ::setenv("RINGMEND_SHM_DEPTH", "8", 1);
