@@ -17,6 +17,8 @@
 //     worker made ahead and the last one's destroyed behind, on a helper
 //     thread of the lowest priority.
 //   * ucx_environment.hpp: ringmend's defaults for UCX's variables, set once.
+//   * ucx_log.hpp: what UCX says of a dead peer or of a worker abandoned
+//     after a failure goes to ringmend's debug log, not stderr.
 #pragma once
 
 #include "transport/backoff.hpp"
@@ -29,3 +31,4 @@
 #include "transport/ucx_channel.hpp"
 #include "transport/ucx_context.hpp"
 #include "transport/ucx_environment.hpp"
+#include "transport/ucx_log.hpp"

@@ -5,6 +5,7 @@
 
 #include "ringmend/core/error.hpp"
 #include "transport/progress.hpp"
+#include "transport/ucx_log.hpp"
 
 namespace ringmend::transport {
 struct UcxChannel::Request {
@@ -23,6 +24,7 @@ UcxChannel::UcxChannel(UcxContext& context, int rank, int size, std::uint32_t ep
       endpoints_(static_cast<std::size_t>(size), nullptr) {}
 
 UcxChannel::~UcxChannel() {
+  const QuietUcxScope quiet;  // what an interrupted call left in the worker is expected
   abandon();
   // Now, while the endpoints' error arguments still exist.
   worker_ = UcxWorker{};
@@ -31,6 +33,7 @@ UcxChannel::~UcxChannel() {
 void UcxChannel::abandon() {
   if (abandoned_) return;
   abandoned_ = true;
+  const QuietUcxScope quiet;
   // Cancel what is still posted, force-close endpoints (peers may be dead:
   // a graceful close could wait for them), free the requests.
   for (auto& r : requests_)

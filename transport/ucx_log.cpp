@@ -1,0 +1,60 @@
+#include "transport/ucx_log.hpp"
+
+#include <ucs/debug/log_def.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "ringmend/core/log.hpp"
+
+namespace ringmend::transport {
+namespace {
+
+thread_local int quiet_depth = 0;
+// The last message on this thread was a refused connection: UCX's hint
+// about the kernel's backlog follows it.
+thread_local bool after_refused_connect = false;
+
+bool expected_anywhere(std::string_view text) {
+  const bool was_after_refused = after_refused_connect;
+  after_refused_connect = text.starts_with("connect(") && text.ends_with("failed: Connection refused");
+  return after_refused_connect || (was_after_refused && text.starts_with("try to increase"));
+}
+
+ucs_log_func_rc_t to_debug(const char* file, unsigned line, const char*, ucs_log_level_t level,
+                           const ucs_log_component_config_t*, const char* format, va_list ap) {
+  if (level > UCS_LOG_LEVEL_WARN) return UCS_LOG_FUNC_RC_CONTINUE;
+  char text[512];
+  va_list copy;
+  va_copy(copy, ap);
+  std::vsnprintf(text, sizeof text, format, copy);
+  va_end(copy);
+  const bool expected = expected_anywhere(text);  // first: it follows every message
+  // A request not given back is a leak, abandoned worker or not: printed.
+  const bool leak = std::string_view(text).find("was not returned to mpool") != std::string_view::npos;
+  if (!expected && (quiet_depth == 0 || leak)) return UCS_LOG_FUNC_RC_CONTINUE;
+  if (log_enabled(LogLevel::Debug))
+    log(LogLevel::Debug,
+        std::string("UCX (expected after a failure; ") + file + ":" + std::to_string(line) + "): " + text);
+  return UCS_LOG_FUNC_RC_STOP;
+}
+
+}  // namespace
+
+void filter_ucx_log() {
+  // UCX keeps its handlers in a fixed list for the process's life.
+  static std::once_flag installed;
+  std::call_once(installed, [] { ucs_log_push_handler(&to_debug); });
+}
+
+QuietUcxScope::QuietUcxScope() {
+  filter_ucx_log();
+  ++quiet_depth;
+}
+
+QuietUcxScope::~QuietUcxScope() { --quiet_depth; }
+
+}  // namespace ringmend::transport

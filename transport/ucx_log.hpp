@@ -1,0 +1,33 @@
+// UCX's own messages about what a fault-tolerant job expects.
+//
+// A dead peer and an abandoned worker make UCX print errors and warnings
+// that, in a job that recovers from failures, are not faults: ringmend's
+// detectors and its recovery log report the death itself. Those messages
+// go to ringmend's log at debug level instead of stderr:
+//   - inside a QuietUcxScope, on the thread that holds it, every warning
+//     and error but a leaked request: a worker given up on after a failure is destroyed with
+//     what the interrupted call left in it (messages no receive will
+//     match: "unexpected tag-receive descriptor ... was not matched";
+//     endpoints to a dead peer still being connected);
+//   - anywhere, a connection refused ("connect(...) failed: Connection
+//     refused" and UCX's hint after it to raise the kernel's connection
+//     backlog): nobody listens at that address any more, the peer's
+//     process or worker is gone. UCX then fails the endpoint, which
+//     ringmend sees and reports.
+// Every other message of UCX is printed as UCX is configured to.
+#pragma once
+
+namespace ringmend::transport {
+
+// Installs the filter; once per process, UcxContext does it.
+void filter_ucx_log();
+
+class QuietUcxScope {
+ public:
+  QuietUcxScope();
+  ~QuietUcxScope();
+  QuietUcxScope(const QuietUcxScope&) = delete;
+  QuietUcxScope& operator=(const QuietUcxScope&) = delete;
+};
+
+}  // namespace ringmend::transport
