@@ -51,10 +51,10 @@ bool SparePool::agreed(int ok, int attempt, const char* what) {
   return false;
 }
 
-int SparePool::first_on_node(MPI_Comm world) {
+SparePool::NodePlace SparePool::place_on_node(MPI_Comm world) {
   MPI_Comm node = MPI_COMM_NULL;
   if (MPI_Comm_split_type(pool_.get(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
-    return -1;
+    return {};
   ulfm::CommHandle node_comm(node);
   ulfm::GroupHandle node_group, world_group;
   MPI_Comm_group(node, node_group.out());
@@ -63,7 +63,10 @@ int SparePool::first_on_node(MPI_Comm world) {
   // is the node's lowest world rank.
   int first = 0, in_world = MPI_UNDEFINED;
   MPI_Group_translate_ranks(node_group.get(), 1, &first, world_group.get(), &in_world);
-  return in_world == MPI_UNDEFINED ? -1 : in_world;
+  int node_size = 0, pool_size = 0;
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_size(pool_.get(), &pool_size);
+  return {in_world == MPI_UNDEFINED ? -1 : in_world, node_size == pool_size};
 }
 
 ulfm::CommHandle SparePool::split(int color, int key, bool& ok) {
@@ -86,10 +89,11 @@ SparePool::SparePool(MPI_Comm world, int spares, ulfm::CommHandle& members) {
     const bool member = rank < job_size;
     bool ok = false;
     ulfm::CommHandle mine = split(member ? 0 : MPI_UNDEFINED, rank, ok);
-    const int host = ok ? first_on_node(world) : -1;
+    const NodePlace place = ok ? place_on_node(world) : NodePlace{};
     // The split may fail on some processes only: agree, and go round again.
-    if (!agreed(ok && host >= 0, attempt, "splitting the members from the spares")) continue;
-    host_ = host;
+    if (!agreed(ok && place.host >= 0, attempt, "splitting the members from the spares")) continue;
+    host_ = place.host;
+    one_node_ = place.whole_pool;
     spare_ = !member;
     spares_left_ = std::max(0, size - job_size);
     member_ranks_.clear();

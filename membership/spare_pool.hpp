@@ -123,6 +123,9 @@ class SparePool {
   // process of the node: an epoch builder's host (EpochBuilder::set_host).
   // -1 for a pool of members made later (a release without spares).
   int host() const { return host_; }
+  // Every process of the pool started on this process's node: no epoch of
+  // the job will ever need a channel to another node.
+  bool one_node() const { return one_node_; }
   int spares_left() const { return spares_left_; }
 
   // A spare's wait for the next round: sleeps between polls of the pool.
@@ -151,8 +154,13 @@ class SparePool {
   // An agreement over the pool on `ok`: true when every process had it.
   bool agreed(int ok, int attempt, const char* what);
   ulfm::CommHandle split(int color, int key, bool& ok);
-  // See host(); -1 when MPI failed.
-  int first_on_node(MPI_Comm world);
+  // This process's node in the pool: see host() (-1 when MPI failed) and
+  // one_node().
+  struct NodePlace {
+    int host = -1;
+    bool whole_pool = false;
+  };
+  NodePlace place_on_node(MPI_Comm world);
 
   // The last round's time in its three MPI steps, in seconds.
   double shrink_seconds_ = 0, roster_seconds_ = 0, split_seconds_ = 0;
@@ -164,6 +172,7 @@ class SparePool {
   bool lent_ = false;
   bool spare_ = false;  // started as a spare
   int host_ = -1;
+  bool one_node_ = false;
   int spares_left_ = 0;
   std::vector<int> member_ranks_;  // pool ranks of the members, as of the last round
 };

@@ -148,6 +148,8 @@ struct Communicator::Impl final : transport::WaitContext {
   void dismiss_spares();
   // A spare, constructed but not yet a member.
   bool waiting_as_spare() const { return pool_ && pool_->is_spare(); }
+  // Every process of the job (members and spares) started on one node.
+  bool job_on_one_node() const { return pool_ && pool_->one_node(); }
   // A spare's start: waits in the pool until admitted; throws SpareDismissed.
   void serve_as_spare();
   // The members of the job's start that were gone by the time the first

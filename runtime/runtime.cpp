@@ -259,8 +259,9 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
     impl_->start_watchdog.reset();
     tell_launcher(impl_->outcome_fd, std::string(outcome::kSpare) + "=1");
     // Its first epoch's UCX worker, made while it waits rather than when
-    // it is admitted.
-    impl_->ucx->prepare_worker();
+    // it is admitted; none where the whole job is on one node (shared
+    // memory only).
+    if (!comm.job_on_one_node()) impl_->ucx->prepare_worker();
     try {
       comm.serve_as_spare();
     } catch (const SpareDismissed& dismissed) {

@@ -78,74 +78,6 @@ void UcxWorker::close_forced(std::span<ucp_ep_h> endpoints) const {
   }
 }
 
-namespace {
-
-// Progresses both workers until `done` holds or `deadline` passes.
-template <class Done>
-bool progress_both(ucp_worker_h a, ucp_worker_h b, Clock::time_point deadline, Done done) {
-  while (!done()) {
-    if (Clock::now() > deadline) return false;
-    ucp_worker_progress(a);
-    ucp_worker_progress(b);
-  }
-  return true;
-}
-
-bool finished(void* request) {
-  return !UCS_PTR_IS_PTR(request) || ucp_request_check_status(request) != UCS_INPROGRESS;
-}
-
-void release(void* request) {
-  if (UCS_PTR_IS_PTR(request)) ucp_request_free(request);
-}
-
-// A worker's first endpoint costs about 0.8 ms more than the next ones
-// (UCX sets up the endpoint configuration, which the worker then keeps):
-// one made and closed here, to a throwaway worker, takes that off the
-// next epoch's wire-up. The connection is carried through to its end on
-// both sides (one message, then a flushing close, both workers
-// progressed): a connection left half open, its acknowledgement never
-// read, would be found dropped by the epoch that takes the worker, and
-// UCX would try to reconnect to the throwaway worker on that epoch's
-// path and report the refusal as an error. False when that did not
-// happen in time (this thread runs at the lowest priority, and a full
-// machine may starve it): then the worker is not to be used.
-bool warm_up(ucp_context_h context, const UcxWorker& worker) {
-  UcxWorker peer(context);
-  ucp_ep_params_t ep{};
-  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-  ep.address = reinterpret_cast<const ucp_address_t*>(peer.address().data());
-  ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;  // as the channels' endpoints
-  ucp_ep_h handle = nullptr;
-  if (ucp_ep_create(worker.get(), &ep, &handle) != UCS_OK) return false;
-  const auto deadline = Clock::now() + std::chrono::seconds(1);
-  constexpr ucp_tag_t kTag = 1;
-  // Outside the stack: a request that outlives the bound may still use them.
-  thread_local char out = 0, in = 0;
-  ucp_request_param_t none{};
-  void* sent = ucp_tag_send_nbx(handle, &out, 1, kTag, &none);
-  void* received = ucp_tag_recv_nbx(peer.get(), &in, 1, kTag, ~ucp_tag_t{0}, &none);
-  const bool through =
-      progress_both(worker.get(), peer.get(), deadline, [&] { return finished(sent) && finished(received); });
-  if (!through) {
-    // The receive is withdrawn, the send goes with the forced close; the
-    // throwaway worker takes its side of the connection with it.
-    if (!finished(received)) ucp_request_cancel(peer.get(), received);
-    release(received);
-    release(sent);
-    worker.close_forced(std::span<ucp_ep_h>(&handle, 1));
-    return false;
-  }
-  release(sent);
-  release(received);
-  void* closing = ucp_ep_close_nbx(handle, &none);  // flush mode: the peer hears of it
-  const bool closed = progress_both(worker.get(), peer.get(), deadline, [&] { return finished(closing); });
-  release(closing);
-  return closed;
-}
-
-}  // namespace
-
 // The helper thread: keeps one worker ready, destroys the channels given
 // to it. It sleeps on a condition variable while there is nothing to do.
 struct UcxContext::Helper {
@@ -185,9 +117,6 @@ struct UcxContext::Helper {
       UcxWorker made;
       try {
         made = UcxWorker(context);
-        // Not warmed in time: a fresh one instead, without the warm-up's
-        // connection (the epoch pays its first endpoint's set-up).
-        if (!warm_up(context, made)) made = UcxWorker(context);
       } catch (const std::exception&) {
         // Made on the spot when needed, where the error reaches the caller.
       }

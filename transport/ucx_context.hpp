@@ -8,9 +8,7 @@
 // to be there: with `workers_ahead`, a helper thread makes the next epoch's
 // worker, and destroys the channels of past epochs handed to it, once the
 // new epoch is in use (epoch_in_use(): its first collective done), so that
-// its work does not compete with the recovery's for the cores. Each worker
-// it makes is warmed by one endpoint made and closed (a worker's first
-// endpoint costs about 0.8 ms more than the next ones). It runs at
+// its work does not compete with the recovery's for the cores. It runs at
 // the lowest priority (nice 19): where every core is busy it only uses
 // what the ranks leave, and a worker that is not ready when an epoch needs
 // it is made on the spot, as before.

@@ -2,8 +2,8 @@
 // messages on this one; while an epoch is set up the helper waits, and
 // once it is in use a channel handed to close_later() really goes (its
 // peer sees the connection fail) and the next worker is made; without the
-// helper, everything is inline. A worker made ahead carries nothing over
-// from its warm-up; what UCX says of a dead peer or of an abandoned
+// helper, everything is inline. A worker made ahead makes UCX print
+// nothing; what UCX says of a dead peer or of an abandoned
 // worker goes to ringmend's debug log, not stderr (ucx_log.hpp). Channels
 // of one process talk over UCX's TCP transport.
 #include "transport/ucx_context.hpp"
@@ -182,27 +182,27 @@ TEST_F(UcxContextTest, AWorkerMadeAheadCarriesMessagesAndAClosedChannelGoes) {
   EXPECT_TRUE(sees_peer_gone(b)) << "the channel handed to close_later() still answers";
 }
 
-TEST_F(UcxContextTest, AWarmedWorkerHasNothingLeftOverFromItsWarmUp) {
-  // The warm-up's connection to its throwaway worker must be over before
-  // the worker is handed out: the epoch that takes it must not find that
-  // connection dropped and try to reconnect to a worker that is gone
-  // (UCX reports the refused connection; ringmend logs it at debug level,
-  // as a dead peer's signature).
+TEST_F(UcxContextTest, AWorkerMadeAheadMakesUcxPrintNothing) {
+  // Made on the helper thread, used on this one: nothing of its making
+  // may surface when the epoch that takes it starts using it (a
+  // connection left half open once made every such epoch reconnect to a
+  // gone worker, and UCX report the refusal; ringmend logs that at debug
+  // level, as a dead peer's signature).
   DebugLines debug;
   const int before = UcxWarnings::seen();
   UcxContext ucx({}, true);
   if (!ucx.workers_ahead()) GTEST_SKIP() << "this UCX has no thread support: workers are made inline";
   ucx.prepare_worker();
   ASSERT_EQ(wait_made_ahead(ucx, 1), 1u) << "the helper made no worker ahead";
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the throwaway worker long gone
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
 
-  UcxChannel a(ucx, 0, 2, 1);  // the warmed worker
+  UcxChannel a(ucx, 0, 2, 1);  // the one made ahead
   ASSERT_EQ(ucx.helper_counts().taken_ready, 1u);
   UcxChannel b(ucx, 1, 2, 1);
   connect_pair(a, b);
-  for (int i = 0; i < 20; ++i) exchange(a, b, "the warmed worker at work");
-  EXPECT_EQ(UcxWarnings::seen() - before, 0) << "UCX reported errors or warnings on the warmed worker";
-  EXPECT_EQ(debug.count("Connection refused"), 0) << "the warmed worker reconnected to its throwaway peer";
+  for (int i = 0; i < 20; ++i) exchange(a, b, "made ahead, at work");
+  EXPECT_EQ(UcxWarnings::seen() - before, 0) << "UCX reported errors or warnings on a worker made ahead";
+  EXPECT_EQ(debug.count("UCX"), 0) << "UCX reported something on a worker made ahead";
 }
 
 TEST_F(UcxContextTest, WhatAnAbandonedWorkerHeldGoesToTheDebugLogNotStderr) {
