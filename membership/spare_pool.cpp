@@ -319,9 +319,14 @@ RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
     bool ok = false;
     ulfm::CommHandle grown = split(d.color, d.key, ok);
     // Members that leave leave the pool too: a later round must not wait
-    // for a process that takes no part in it.
+    // for a process that takes no part in it. With no spare left waiting,
+    // the processes that stay are exactly the new epoch's: the pool is
+    // lent to it (no second communicator of the same processes; after a
+    // failure while that epoch was built, Open MPI 5.0.7's shrink of such
+    // a second communicator was seen to hang in its context-id agreement).
+    const bool lend_after = !d.leaving.empty() && out.spares_left == 0;
     ulfm::CommHandle rest;
-    if (!d.leaving.empty()) {
+    if (!d.leaving.empty() && !lend_after) {
       bool rest_ok = false;
       rest = split(out.left ? MPI_UNDEFINED : 0, rank, rest_ok);
       ok = ok && rest_ok;
@@ -353,7 +358,15 @@ RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
       }
       for (int& r : member_ranks_)
         r -= static_cast<int>(std::lower_bound(gone.begin(), gone.end(), r) - gone.begin());
-      pool_ = std::move(rest);  // null on a member that left
+      if (lend_after) {
+        // The epoch's order (by position), every process a member.
+        pool_ = out.grown.share();  // null on a member that left
+        lent_ = static_cast<bool>(pool_);
+        member_ranks_.resize(member_ranks_.size());
+        std::iota(member_ranks_.begin(), member_ranks_.end(), 0);
+      } else {
+        pool_ = std::move(rest);  // null on a member that left
+      }
     }
     return std::move(out);
   }
