@@ -349,7 +349,13 @@ RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
     member_ranks_.insert(member_ranks_.end(), d.spares.begin(), d.spares.begin() + out.joiners);
     std::sort(member_ranks_.begin(), member_ranks_.end());
     spares_left_ = out.spares_left;
-    if (!d.leaving.empty()) {
+    if (lend_after) {
+      // The new epoch's communicator, in its order (by position): every
+      // process of it a member.
+      pool_ = out.grown.share();  // null on a member that left
+      lent_ = static_cast<bool>(pool_);
+      std::iota(member_ranks_.begin(), member_ranks_.end(), 0);
+    } else if (!d.leaving.empty()) {
       // Pool ranks renumbered without the leavers (the split kept the order).
       std::vector<int> gone;
       for (int r = 0; r < size; ++r) {
@@ -358,15 +364,7 @@ RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
       }
       for (int& r : member_ranks_)
         r -= static_cast<int>(std::lower_bound(gone.begin(), gone.end(), r) - gone.begin());
-      if (lend_after) {
-        // The epoch's order (by position), every process a member.
-        pool_ = out.grown.share();  // null on a member that left
-        lent_ = static_cast<bool>(pool_);
-        member_ranks_.resize(member_ranks_.size());
-        std::iota(member_ranks_.begin(), member_ranks_.end(), 0);
-      } else {
-        pool_ = std::move(rest);  // null on a member that left
-      }
+      pool_ = std::move(rest);  // null on a member that left
     }
     return std::move(out);
   }

@@ -50,10 +50,7 @@ void filter_ucx_log() {
   std::call_once(installed, [] { ucs_log_push_handler(&to_debug); });
 }
 
-QuietUcxScope::QuietUcxScope() {
-  filter_ucx_log();
-  ++quiet_depth;
-}
+QuietUcxScope::QuietUcxScope() { ++quiet_depth; }
 
 QuietUcxScope::~QuietUcxScope() { --quiet_depth; }
 

@@ -5,10 +5,11 @@
 // detectors and its recovery log report the death itself. Those messages
 // go to ringmend's log at debug level instead of stderr:
 //   - inside a QuietUcxScope, on the thread that holds it, every warning
-//     and error but a leaked request: a worker given up on after a failure is destroyed with
-//     what the interrupted call left in it (messages no receive will
-//     match: "unexpected tag-receive descriptor ... was not matched";
-//     endpoints to a dead peer still being connected);
+//     and error but a leaked request: a worker given up on after a
+//     failure is destroyed with what the interrupted call left in it
+//     (messages no receive will match: "unexpected tag-receive
+//     descriptor ... was not matched"; endpoints to a dead peer still
+//     being connected);
 //   - anywhere, a connection refused ("connect(...) failed: Connection
 //     refused" and UCX's hint after it to raise the kernel's connection
 //     backlog): nobody listens at that address any more, the peer's
@@ -19,7 +20,8 @@
 
 namespace ringmend::transport {
 
-// Installs the filter; once per process, UcxContext does it.
+// Installs the filter; once per process, UcxContext does it (a channel,
+// and so a QuietUcxScope, needs a context first).
 void filter_ucx_log();
 
 class QuietUcxScope {
