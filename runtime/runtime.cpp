@@ -188,15 +188,22 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
   MPI_Initialized(&initialized);
   if (!initialized) {
     // Read by Open MPI at MPI_Init (ulfm/launch_environment.hpp says why).
-    for (const auto& s :
-         ulfm::open_mpi_settings(ulfm::process_environment(), std::thread::hardware_concurrency())) {
+    auto settings = ulfm::open_mpi_settings(ulfm::process_environment(), std::thread::hardware_concurrency());
+    if (auto s = ulfm::return_init_errors(ulfm::process_environment())) settings.push_back(*s);
+    for (const auto& s : settings) {
       ::setenv(s.variable, s.value, 0);
       log(LogLevel::Debug, std::string("Open MPI setting ") + s.variable + "=" + s.value);
     }
     int provided = 0;
-    if (int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided); rc != MPI_SUCCESS)
+    // Returned, not fatal (ulfm/launch_environment.hpp says why): the
+    // others may go on without this process.
+    if (int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided); rc != MPI_SUCCESS) {
+      tell_launcher(impl_->outcome_fd, std::string(outcome::kMpiInitFailed) + "=1");
       throw Error(Errc::Internal, "MPI_Init_thread failed (" + ulfm::error_string(rc) +
-                                      "); when a process of the job died while MPI started, start it again");
+                                      "): this process cannot join the job. When a process of the job "
+                                      "died while MPI started, this is what it leaves: the others go on "
+                                      "without this one (or, if none could start, start the job again)");
+    }
     impl_->we_initialized_mpi = true;
   }
   // Errors must come back to ringmend, not abort the job.

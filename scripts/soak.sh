@@ -135,6 +135,8 @@ run_round() {
 
   # Judge the round.
   local problems=() survivors=() lost_for_real=() f ref="" pids watchdog=0 joiners=0 spares_lost=0
+  local init_failed=0 killed_starting=0
+  for v in "${killed[@]}"; do grep -q '^started' "$dir/results.$v" 2>/dev/null || killed_starting=1; done
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then problems+=("hang: the job ran past ${round_timeout} s"); fi
   for ((v = 0; v < procs; v++)); do
     f=$dir/results.$v
@@ -158,6 +160,14 @@ run_round() {
     if [ ! -f "$f" ] && grep -q "member $v on [^ ]*: start-up did not complete in time" "$dir/out"; then
       lost_for_real+=("$v")
       watchdog=$((watchdog + 1))
+      continue
+    fi
+    # Nor can Open MPI always connect the others to one that died while MPI
+    # started: their MPI_Init fails, and they are lost with it, provided the
+    # launcher says so and a victim did die before it started.
+    if grep -q "member $v on [^ ]*: its MPI_Init failed" "$dir/out" && [ "$killed_starting" = 1 ]; then
+      lost_for_real+=("$v")
+      init_failed=$((init_failed + 1))
       continue
     fi
     survivors+=("$v")
@@ -245,6 +255,7 @@ run_round() {
     [ "$spares_at_start" -gt 0 ] && outcome+=", $spares_at_start spare(s) started as members"
     [ "$spares_lost" -gt 0 ] && outcome+=", $spares_lost spare(s) lost while waiting"
     [ "$watchdog" -gt 0 ] && outcome+=" (some ended by the start-up watchdog)"
+    [ "$init_failed" -gt 0 ] && outcome+=" (some lost as their MPI_Init failed)"
   fi
   note "$outcome"
   # How long the job took to end after the last rank's last call (from

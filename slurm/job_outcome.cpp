@@ -76,6 +76,7 @@ bool RankRecord::runtime_started() const {
   return word(*this, outcome::kStarted) == "1" || runtime_finished();
 }
 bool RankRecord::start_timed_out() const { return word(*this, outcome::kStartTimeout) == "1"; }
+bool RankRecord::mpi_init_failed() const { return word(*this, outcome::kMpiInitFailed) == "1"; }
 bool RankRecord::unadmitted_spare() const {
   return word(*this, outcome::kSpare) == "1" && word(*this, outcome::kAdmitted) != "1";
 }
@@ -166,7 +167,8 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
   std::sort(records.begin(), records.end(),
             [](const RankRecord& a, const RankRecord& b) { return a.member < b.member; });
   Verdict v;
-  int finished = 0, lost = 0, survivor_status = 0, lost_status = 0, killed_starting = 0, start_timeouts = 0;
+  int finished = 0, lost = 0, survivor_status = 0, lost_status = 0, killed_starting = 0, start_timeouts = 0,
+      init_failures = 0;
   bool any_started = false, any_runtime = false;
   long epoch = -1, size = -1, recoveries = 0;
   int spares = 0, spares_admitted = 0, spares_unused = 0, released = 0;
@@ -222,9 +224,11 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
     }
     ++lost;
     if (r.how == RankRecord::End::Exited && lost_status == 0) lost_status = r.code;
-    losses.push_back(where + ": " + how_it_ended(r) +
-                     (r.runtime_finished() ? " after finishing its work" : "") + ", " + seconds(after) +
-                     " after the start (" + clock_time(r.end) + ", pid " + std::to_string(r.pid) + ")");
+    if (r.mpi_init_failed()) ++init_failures;
+    losses.push_back(where + ": " + (r.mpi_init_failed() ? "its MPI_Init failed; it " : "") +
+                     how_it_ended(r) + (r.runtime_finished() ? " after finishing its work" : "") + ", " +
+                     seconds(after) + " after the start (" + clock_time(r.end) + ", pid " +
+                     std::to_string(r.pid) + ")");
   }
   for (std::size_t m = 0; m < seen.size(); ++m)
     if (!seen[m]) {
@@ -261,6 +265,10 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
     v.lines.insert(v.lines.begin() + 1,
                    "the job ended " + seconds(o.job_end - last_call) + " after the last rank's last call");
   for (const auto& l : losses) v.lines.push_back("  " + l);
+  if (init_failures > 0 && killed_starting > 0)
+    v.lines.push_back(
+        "  (a process that dies while MPI starts can make MPI_Init fail on others: MPI cannot "
+        "connect them to it)");
 
   if (!o.lost_nodes.empty()) {
     v.exit_status = kExitNodeLost;

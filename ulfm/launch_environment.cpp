@@ -70,4 +70,9 @@ std::vector<OpenMpiSetting> open_mpi_settings(const EnvLookup& env, unsigned mac
   return settings;
 }
 
+std::optional<OpenMpiSetting> return_init_errors(const EnvLookup& env) {
+  if (env("OMPI_MCA_mpi_initial_errhandler")) return std::nullopt;
+  return OpenMpiSetting{"OMPI_MCA_mpi_initial_errhandler", kMpiInitialErrhandler};
+}
+
 }  // namespace ringmend::ulfm

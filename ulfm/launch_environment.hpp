@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,17 @@ bool mpi_should_yield_when_idle(const EnvLookup& env, unsigned machine_cpus);
 // runtime that moves its data outside MPI.
 inline constexpr const char* kMpiEventTickRateMicroseconds = "100";
 
+// How Open MPI should treat an error before MPI_Init completes (MCA
+// mpi_initial_errhandler): return it. A process whose MPI_Init fails (it
+// cannot reach a process that died while MPI started) is otherwise ended
+// by Open MPI through PMIx_Abort, which Open MPI 5.0's mpirun counts as two
+// terminations in a fault-tolerant job: it then takes the job for ended
+// while a survivor still runs, and kills that survivor. Returned, the
+// error reaches the Runtime, which tells the launcher and the application.
+// Only for the MPI_Init the Runtime makes: a program that calls MPI_Init
+// itself may not look at its return code.
+inline constexpr const char* kMpiInitialErrhandler = "mpi_errors_return";
+
 // An Open MPI setting (an OMPI_MCA_ variable) a rank starts with.
 struct OpenMpiSetting {
   const char* variable;
@@ -72,5 +84,9 @@ struct OpenMpiSetting {
 // crowded (both above). ringmend-rank applies them before the program
 // starts, the Runtime before the MPI_Init it makes itself.
 std::vector<OpenMpiSetting> open_mpi_settings(const EnvLookup& env, unsigned machine_cpus);
+
+// The setting that makes MPI_Init return its error (kMpiInitialErrhandler),
+// unless the user chose the initial error handler.
+std::optional<OpenMpiSetting> return_init_errors(const EnvLookup& env);
 
 }  // namespace ringmend::ulfm

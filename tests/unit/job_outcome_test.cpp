@@ -229,6 +229,25 @@ TEST(Judge, ADeathWhileMpiStartsIsAStartFailure) {
   EXPECT_EQ(judge(records, started(3)).exit_status, 1);
 }
 
+TEST(Judge, AnMpiInitThatFailedAfterAPeersDeathIsALossOfTheJobThatWentOn) {
+  // Member 2 killed while MPI started; member 0's MPI_Init then failed
+  // (returned to its Runtime, which said so); the others started and
+  // finished without both.
+  const std::vector<RankRecord> records = {
+      rank(0, RankRecord::End::Exited, 4, "runtime=1 mpi_init_failed=1"), finished(1, 0, 2, 1),
+      rank(2, RankRecord::End::Signaled, SIGKILL, "runtime=1"), finished(3, 0, 2, 1)};
+  const Verdict v = judge(records, started(4));
+  EXPECT_EQ(v.exit_status, 0) << all(v);
+  EXPECT_NE(all(v).find("2 finished normally, 2 lost"), std::string::npos) << all(v);
+  EXPECT_NE(all(v).find("member 0 on node0: its MPI_Init failed; it exited with status 4"), std::string::npos)
+      << all(v);
+  EXPECT_NE(all(v).find("can make MPI_Init fail on others"), std::string::npos) << all(v);
+  // Without a death at start-up nothing blames one.
+  const Verdict alone = judge({records[0], records[1], finished(2, 0, 3, 1), records[3]}, started(4));
+  EXPECT_EQ(alone.exit_status, 0) << all(alone);
+  EXPECT_EQ(all(alone).find("can make MPI_Init fail on others"), std::string::npos) << all(alone);
+}
+
 TEST(Judge, AProgramWithoutTheRuntimeIsNotTakenForAFailedStart) {
   // Plain MPI under ringmend-run: mpirun ended every rank after one died.
   // Nothing says that MPI was starting; the ranks are simply lost.

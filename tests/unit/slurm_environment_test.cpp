@@ -12,6 +12,7 @@ using ringmend::ulfm::detect_launcher;
 using ringmend::ulfm::Launcher;
 using ringmend::ulfm::mpi_should_yield_when_idle;
 using ringmend::ulfm::open_mpi_settings;
+using ringmend::ulfm::return_init_errors;
 using ringmend::ulfm::srun_no_fault_tolerance_notice;
 using ringmend::ulfm::srun_without_pmix_notice;
 
@@ -209,4 +210,11 @@ TEST(Launcher, OpenMpiLooksAtItsEventsOftenAndYieldsOnACrowdedNode) {
                         2),
             V{});
   EXPECT_EQ(settings_of(lookup({}), 2), V{"OMPI_MCA_mpi_event_tick_rate=100"});
+}
+
+TEST(Launcher, TheRuntimesMpiInitReturnsItsErrorUnlessTheUserChose) {
+  const auto s = return_init_errors(lookup({}));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(std::string(s->variable) + "=" + s->value, "OMPI_MCA_mpi_initial_errhandler=mpi_errors_return");
+  EXPECT_FALSE(return_init_errors(lookup({{"OMPI_MCA_mpi_initial_errhandler", "mpi_errors_are_fatal"}})));
 }
