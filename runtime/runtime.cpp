@@ -340,8 +340,10 @@ Runtime::~Runtime() {
   // nothing left to deliver. Yet ULFM's MPI_Finalize shrinks
   // MPI_COMM_WORLD, and in Open MPI 5.0 that agreement can wait for ever
   // after failures on two nodes (open-mpi/ompi#11404; reproduced here by
-  // killing one rank on each of two nodes in the same call). A short
-  // budget ends such a wait instead of the whole shutdown's.
+  // killing one rank on each of two nodes in the same call, and fixed by
+  // scripts/patches/openmpi-5.0.7-ulfm-populate-failed-proc.patch, which an
+  // Open MPI built elsewhere may lack). A short budget ends such a wait
+  // instead of the whole shutdown's.
   close_and_finalize(*impl_, all_done && impl_->fault_tolerant,
                      "after every member had finished (RINGMEND_MPI_FINALIZE_TIMEOUT; Open MPI 5.0's "
                      "fault-tolerant MPI_Finalize can wait for ever after failures): this process ends with "
