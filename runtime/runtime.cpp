@@ -188,8 +188,9 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
   MPI_Initialized(&initialized);
   if (!initialized) {
     // Read by Open MPI at MPI_Init (ulfm/launch_environment.hpp says why).
-    auto settings = ulfm::open_mpi_settings(ulfm::process_environment(), std::thread::hardware_concurrency());
-    if (auto s = ulfm::return_init_errors(ulfm::process_environment())) settings.push_back(*s);
+    const auto env = ulfm::process_environment();
+    auto settings = ulfm::open_mpi_settings(env, std::thread::hardware_concurrency());
+    if (auto s = ulfm::return_init_errors(env)) settings.push_back(*s);
     for (const auto& s : settings) {
       ::setenv(s.variable, s.value, 0);
       log(LogLevel::Debug, std::string("Open MPI setting ") + s.variable + "=" + s.value);
