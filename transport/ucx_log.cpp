@@ -14,14 +14,14 @@ namespace ringmend::transport {
 namespace {
 
 thread_local int quiet_depth = 0;
-// The last message on this thread was a refused connection: UCX's hint
-// about the kernel's backlog follows it.
-thread_local bool after_refused_connect = false;
+// The last message on this thread was a connection to a gone peer: UCX's
+// hint about the kernel's backlog follows it.
+thread_local bool after_gone_peer_connect = false;
 
 bool expected_anywhere(std::string_view text) {
-  const bool was_after_refused = after_refused_connect;
-  after_refused_connect = text.starts_with("connect(") && text.ends_with("failed: Connection refused");
-  return after_refused_connect || (was_after_refused && text.starts_with("try to increase"));
+  const bool was_after = after_gone_peer_connect;
+  after_gone_peer_connect = connect_failed_to_gone_peer(text);
+  return after_gone_peer_connect || (was_after && text.starts_with("try to increase"));
 }
 
 ucs_log_func_rc_t to_debug(const char* file, unsigned line, const char*, ucs_log_level_t level,
@@ -43,6 +43,13 @@ ucs_log_func_rc_t to_debug(const char* file, unsigned line, const char*, ucs_log
 }
 
 }  // namespace
+
+bool connect_failed_to_gone_peer(std::string_view text) {
+  // Refused: nobody listens at the address any more; reset: the peer's
+  // kernel dropped the connection as its process died.
+  return text.starts_with("connect(") &&
+         (text.ends_with("failed: Connection refused") || text.ends_with("failed: Connection reset by peer"));
+}
 
 void filter_ucx_log() {
   // UCX keeps its handlers in a fixed list for the process's life.

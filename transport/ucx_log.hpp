@@ -10,15 +10,21 @@
 //     (messages no receive will match: "unexpected tag-receive
 //     descriptor ... was not matched"; endpoints to a dead peer still
 //     being connected);
-//   - anywhere, a connection refused ("connect(...) failed: Connection
-//     refused" and UCX's hint after it to raise the kernel's connection
-//     backlog): nobody listens at that address any more, the peer's
-//     process or worker is gone. UCX then fails the endpoint, which
-//     ringmend sees and reports.
+//   - anywhere, a connection refused or reset ("connect(...) failed:
+//     Connection refused", "... Connection reset by peer", and UCX's hint
+//     after it to raise the kernel's connection backlog): the peer's
+//     process or worker is gone, or went while the connection was made.
+//     UCX then fails the endpoint, which ringmend sees and reports.
 // Every other message of UCX is printed as UCX is configured to.
 #pragma once
 
+#include <string_view>
+
 namespace ringmend::transport {
+
+// Whether a UCX message is a connect that failed because the peer is gone
+// (refused or reset): the filter's test, apart for its unit test.
+bool connect_failed_to_gone_peer(std::string_view ucx_message);
 
 // Installs the filter; once per process, UcxContext does it (a channel,
 // and so a QuietUcxScope, needs a context first).

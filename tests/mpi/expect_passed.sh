@@ -28,7 +28,7 @@ if [ "$unfired" -ne 0 ]; then
 fi
 # UCX printing these means a dead peer's or an abandoned worker's traces
 # reached stderr, or a UCX request was not given back.
-ucx_noise=$(grep -cE "UCX +(ERROR|WARN) +(connect\(.*Connection refused|try to increase|unexpected tag-receive descriptor|.*was not returned to mpool)" "$out")
+ucx_noise=$(grep -cE "UCX +(ERROR|WARN) +(connect\(.*Connection (refused|reset by peer)|try to increase|unexpected tag-receive descriptor|.*was not returned to mpool)" "$out")
 if [ "$ucx_noise" -ne 0 ]; then
   echo "expect_passed: FAIL: UCX printed $ucx_noise line(s) that ringmend should have handled (see above)" >&2
   exit 1

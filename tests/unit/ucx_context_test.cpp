@@ -24,6 +24,7 @@
 #include "ringmend/core/log.hpp"
 #include "transport/ucx_channel.hpp"
 #include "transport/ucx_environment.hpp"
+#include "transport/ucx_log.hpp"
 
 namespace ringmend::transport {
 namespace {
@@ -247,6 +248,16 @@ TEST_F(UcxContextTest, AConnectionRefusedByAGonePeerGoesToTheDebugLog) {
   EXPECT_TRUE(sees_peer_gone(a, 1)) << "the endpoint to the gone peer never failed";
   EXPECT_EQ(UcxWarnings::seen() - before, 0) << "UCX printed the refused connection";
   EXPECT_GE(debug.count("Connection refused"), 1) << "no refused connection logged at debug level";
+}
+
+TEST(UcxLog, AConnectToAGonePeerIsRefusedOrReset) {
+  EXPECT_TRUE(
+      connect_failed_to_gone_peer("connect(fd=36, dest_addr=127.0.0.1:53763) failed: Connection refused"));
+  EXPECT_TRUE(connect_failed_to_gone_peer(
+      "connect(fd=36, dest_addr=127.0.0.1:53763) failed: Connection reset by peer"));
+  EXPECT_FALSE(
+      connect_failed_to_gone_peer("connect(fd=36, dest_addr=127.0.0.1:53763) failed: No route to host"));
+  EXPECT_FALSE(connect_failed_to_gone_peer("send() failed: Connection reset by peer"));
 }
 
 TEST_F(UcxContextTest, WithoutWorkersAheadEverythingIsInline) {
