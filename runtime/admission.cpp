@@ -79,10 +79,11 @@ struct Communicator::Impl::TransferWait final : transport::WaitContext {
 
 bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving, bool after_request) {
   const auto start = Clock::now();
+  const Watchdog watchdog = recovery_watchdog(leaving ? "releasing members" : "a change of membership");
   std::vector<int> released;  // members that left in this regroup
   double pool_seconds = 0;    // in the pool's rounds (MPI: shrink, allgather, agreement, split)
   for (int attempt = 0;; ++attempt) {
-    if (seconds_since(start) > settings_.recovery_timeout_seconds)
+    if (settings_.recovery_timeout_seconds > 0 && seconds_since(start) > settings_.recovery_timeout_seconds)
       throw Error(Errc::Internal,
                   std::string(leaving || !released.empty() ? "releasing members" : "admitting spares") +
                       " did not complete within " + std::to_string(settings_.recovery_timeout_seconds) +

@@ -17,6 +17,7 @@
 
 #include "coll/selector.hpp"
 #include "ringmend/core/log.hpp"
+#include "ringmend/core/outcome.hpp"
 #include "runtime/communicator_impl.hpp"
 #include "runtime/request.hpp"
 
@@ -52,8 +53,9 @@ struct LocalInputError {
 }  // namespace
 
 Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transport::UcxContext& ucx,
-                         MPI_Comm parent, const topo::Location& where)
+                         MPI_Comm parent, const topo::Location& where, int outcome_fd)
     : settings_(settings),
+      outcome_fd_(outcome_fd),
       pipeline_tuner_(settings_.shm_buffer_bytes, {settings_.shm_chunk_bytes, settings_.shm_depth},
                       settings_.shm_tune),
       fault_tolerant_(fault_tolerant),
@@ -569,9 +571,24 @@ std::string Communicator::Impl::with_nodes(const std::vector<membership::MemberI
   return text;
 }
 
+// The bound between attempts throws, which the application can catch; the
+// watchdog is for a recovery that never gets back from MPI to be told. Its
+// grace lets the first win when both could.
+Watchdog Communicator::Impl::recovery_watchdog(const std::string& what) const {
+  const double limit = settings_.recovery_timeout_seconds;
+  const double grace = std::max(1.0, limit / 10);
+  return Watchdog(limit > 0 ? limit + grace : 0, outcome_fd_, LogLevel::Error,
+                  what + " did not complete within " + seconds_text(limit + grace) +
+                      " (RINGMEND_RECOVERY_TIMEOUT and a grace): this process is stuck in a call to MPI that "
+                      "does not return (an agreement that waits for a process which is stuck rather than "
+                      "dead, or an MPI bug; docs/troubleshooting.md). It ends with status " +
+                      std::to_string(outcome::kRecoveryTimeoutStatus) + " so that the job does not hang",
+                  outcome::kRecoveryTimeout, outcome::kRecoveryTimeoutStatus);
+}
+
 void Communicator::Impl::start_recovery_attempt(std::chrono::steady_clock::time_point start, int attempt,
                                                 std::uint64_t old_epoch) {
-  if (seconds_since(start) > settings_.recovery_timeout_seconds)
+  if (settings_.recovery_timeout_seconds > 0 && seconds_since(start) > settings_.recovery_timeout_seconds)
     throw Error(Errc::Internal, "recovery did not complete within " +
                                     std::to_string(settings_.recovery_timeout_seconds) +
                                     " s (RINGMEND_RECOVERY_TIMEOUT)");
@@ -640,6 +657,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
   // With spares waiting, one round of the pool both drops the dead and
   // admits their replacements (admission.cpp). Every member takes the same
   // branch: the pool's count and the epochs are the same on all of them.
+  const Watchdog watchdog = recovery_watchdog("recovery");
   if (recovers_through_pool()) return recover_with_spares(mine, cause);
   const auto start = Clock::now();
   const std::uint64_t old_epoch = epoch_ ? epoch_->number : 0;

@@ -27,6 +27,7 @@
 #include "runtime/call_queue.hpp"
 #include "runtime/fault_injection.hpp"
 #include "runtime/state_registry.hpp"
+#include "runtime/watchdog.hpp"
 #include "transport/ucx_context.hpp"
 
 namespace ringmend {
@@ -95,8 +96,9 @@ struct SpareDismissed {
 };
 
 struct Communicator::Impl final : transport::WaitContext {
+  // `outcome_fd`: the launcher's pipe (outcome_channel.hpp), or -1.
   Impl(const Settings& settings, bool fault_tolerant, transport::UcxContext& ucx, MPI_Comm parent,
-       const topo::Location& where);
+       const topo::Location& where, int outcome_fd);
   ~Impl() override;
 
   CollectiveResult run(const CollectiveCall& call);
@@ -255,6 +257,11 @@ struct Communicator::Impl final : transport::WaitContext {
   // member is in the same collective; else it only drops them.
   RecoveryOutcome recover_with_spares(const membership::MemberInfo& mine, const std::string& cause);
   void log_failure_noticed(const membership::MemberInfo& mine, const std::string& cause) const;
+  // Bounds a recovery (`what`: "recovery", "admitting spares", ...) that
+  // is inside an MPI call which never returns, from now until it is
+  // destroyed: past RINGMEND_RECOVERY_TIMEOUT and a grace, it ends the
+  // process (communicator.cpp says why the grace).
+  Watchdog recovery_watchdog(const std::string& what) const;
   // Each attempt of a recovery: RINGMEND_RECOVERY_TIMEOUT since `start`,
   // and the fault rules of phase `recovery`.
   void start_recovery_attempt(std::chrono::steady_clock::time_point start, int attempt,
@@ -277,6 +284,7 @@ struct Communicator::Impl final : transport::WaitContext {
   void log(const std::string& message) const;
 
   Settings settings_;
+  const int outcome_fd_;  // the launcher's pipe, for the recovery watchdog's word
   // What the shared-memory pipeline measured on this node, kept across
   // epochs (a smaller node is a new key).
   coll::PipelineTuner pipeline_tuner_;

@@ -5,10 +5,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <sstream>
+#include <thread>
 
 #include "ringmend/core/error.hpp"
 #include "ringmend/core/log.hpp"
@@ -21,7 +23,7 @@ namespace {
 [[noreturn]] void bad(const std::string& rule, const std::string& why) {
   throw Error(Errc::BadEnvironment, "RINGMEND_FAULT rule '" + rule + "' is not valid: " + why +
                                         " (expected rank=R,call=C|*,phase=P[,step=S][,epoch=E]"
-                                        "[,signal=KILL|SEGV|ABRT|BUS|TERM|exit=N])");
+                                        "[,signal=KILL|SEGV|ABRT|BUS|TERM|exit=N|stall=SECONDS])");
 }
 
 std::int64_t to_int(const std::string& rule, const std::string& key, const std::string& v) {
@@ -114,10 +116,17 @@ std::vector<FaultRule> parse_fault_spec(const std::string& spec) {
         if (status > 255) bad(rule, "exit must be 0-255");
         r.exit_status = static_cast<int>(status);
         r.signal = 0;
+      } else if (key == "stall") {
+        const auto seconds = parse_whole<double>(value);
+        if (!seconds || !(*seconds > 0 && *seconds <= 86400))
+          bad(rule, "stall must be a number of seconds above 0 (at most a day), got '" + value + "'");
+        r.stall_seconds = *seconds;
       } else
         bad(rule, "unknown key '" + key + "'");
     }
     if (!has_rank || !has_call || !has_phase) bad(rule, "rank, call and phase are required");
+    if (r.stall_seconds > 0 && (r.signal != SIGKILL || r.exit_status != 0))
+      bad(rule, "stall cannot be combined with signal or exit");
     rules.push_back(r);
   }
   return rules;
@@ -127,10 +136,12 @@ FaultInjector::FaultInjector(std::vector<FaultRule> rules, int member, std::stri
     : member_(member), record_file_(std::move(record_file)) {
   for (const FaultRule& r : rules)
     if (r.rank == member) rules_.push_back(r);
+  fired_.assign(rules_.size(), false);
 }
 
 void FaultInjector::at(FaultPhase phase, std::uint64_t call, int step, std::uint64_t epoch) const {
-  for (const FaultRule& r : rules_) {
+  for (std::size_t i = 0; i < rules_.size(); ++i) {
+    const FaultRule& r = rules_[i];
     if (r.phase != phase || r.step != step) continue;
     if (r.call >= 0 && static_cast<std::uint64_t>(r.call) != call) continue;
     if (r.epoch >= 0 && static_cast<std::uint64_t>(r.epoch) != epoch) continue;
@@ -146,6 +157,15 @@ void FaultInjector::at(FaultPhase phase, std::uint64_t call, int step, std::uint
         ::close(fd);
       }
     }
+    fired_[i] = true;
+    if (r.stall_seconds > 0) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%g s", r.stall_seconds);
+      log(LogLevel::Info, "fault injection: member " + std::to_string(member_) + " stalls for " + seconds +
+                              " (call " + std::to_string(call) + ", epoch " + std::to_string(epoch) + ")");
+      std::this_thread::sleep_for(std::chrono::duration<double>(r.stall_seconds));
+      continue;
+    }
     const std::string how = r.signal == 0         ? "exits with status " + std::to_string(r.exit_status)
                             : r.signal == SIGKILL ? "SIGKILLs itself"
                                                   : "dies of " + outcome::signal_name(r.signal);
@@ -157,12 +177,15 @@ void FaultInjector::at(FaultPhase phase, std::uint64_t call, int step, std::uint
 }
 
 void FaultInjector::warn_unfired() const {
-  // Every rule here is this rank's, and a rule that fires ends the process:
-  // any rule still here at shutdown never matched.
-  for (const FaultRule& r : rules_)
+  // Every rule here is this rank's, and a rule that fires ends the process
+  // unless it stalls: any other rule still here at shutdown never matched.
+  for (std::size_t i = 0; i < rules_.size(); ++i) {
+    if (fired_[i]) continue;
+    const FaultRule& r = rules_[i];
     log(LogLevel::Warn, "fault injection: the rule for member " + std::to_string(member_) + " (call " +
                             std::to_string(r.call) + ", step " + std::to_string(r.step) +
                             ") never fired; no collective reached that phase and step");
+  }
 }
 
 }  // namespace ringmend

@@ -2,7 +2,7 @@
 //
 // RINGMEND_FAULT holds one or more rules separated by ';':
 //
-//   rank=R,call=C,phase=P[,step=S][,epoch=E][,signal=NAME|exit=N]
+//   rank=R,call=C,phase=P[,step=S][,epoch=E][,signal=NAME|exit=N|stall=T]
 //
 //   rank   member id of the process that dies (its world rank for the
 //          members started with the job)
@@ -28,6 +28,10 @@
 //   signal how it dies: KILL (default), SEGV, ABRT, BUS or TERM (the first
 //          four as a crash would: SEGV is raised as a real invalid access)
 //   exit   instead of a signal, the process exits with status N (0-255)
+//   stall  instead of dying, the thread that reached the point stops for T
+//          seconds (a sleep: a process stuck in the kernel, on a dead file
+//          system or in a driver, which MPI does not take for dead), then
+//          goes on; each time the rule matches
 //
 // Example: RINGMEND_FAULT="rank=2,call=5,phase=allgather,step=1" kills member
 // 2 in the second allgather step of its fifth collective. If
@@ -68,6 +72,7 @@ struct FaultRule {
   std::int64_t epoch = -1;  // -1 = any
   int signal = 9;           // SIGKILL; 0 = exit with exit_status instead
   int exit_status = 0;
+  double stall_seconds = 0;  // > 0: stalls instead of dying
 };
 
 // Throws Error(BadEnvironment) with the offending text on malformed input.
@@ -78,14 +83,15 @@ class FaultInjector {
   FaultInjector() = default;
   FaultInjector(std::vector<FaultRule> rules, int member, std::string record_file);
   bool armed() const { return !rules_.empty(); }
-  // Kills the process (SIGKILL) if a rule matches.
+  // Kills the process (SIGKILL) or stalls it if a rule matches.
   void at(FaultPhase phase, std::uint64_t call, int step, std::uint64_t epoch) const;
   // Called at shutdown: a rule of this rank that never fired (e.g. a step
   // that the path taken does not have) is worth a warning, not silence.
   void warn_unfired() const;
 
  private:
-  std::vector<FaultRule> rules_;  // only this rank's
+  std::vector<FaultRule> rules_;     // only this rank's
+  mutable std::vector<bool> fired_;  // per rule (only a stall outlives its firing)
   int member_ = -1;
   std::string record_file_;
 };

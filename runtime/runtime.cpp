@@ -1,14 +1,11 @@
 // The Runtime: MPI start-up and a bounded shutdown.
-#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -16,82 +13,14 @@
 #include "membership/epoch_builder.hpp"
 #include "ringmend/core/outcome.hpp"
 #include "runtime/communicator_impl.hpp"
+#include "runtime/outcome_channel.hpp"
+#include "runtime/watchdog.hpp"
 #include "transport/shm_segment.hpp"
 #include "transport/ucx_environment.hpp"
 #include "ulfm/launch_environment.hpp"
 #include "ulfm/pmix_connection.hpp"
 
 namespace ringmend {
-
-namespace {
-
-// The launcher's pipe, when ringmend-rank started this process; -1 otherwise.
-int outcome_fd_from_environment() {
-  const char* v = std::getenv(outcome::kFdVariable);
-  if (!v || !*v) return -1;
-  char* end = nullptr;
-  const long fd = std::strtol(v, &end, 10);
-  if (*end || fd < 3 || fd > 1 << 20 || ::fcntl(static_cast<int>(fd), F_GETFD) < 0) return -1;
-  // The application's own children must not hold the launcher's pipe.
-  ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
-  return static_cast<int>(fd);
-}
-
-// One write: the launcher reads what arrived when the rank has exited.
-void tell_launcher(int fd, const std::string& words) {
-  if (fd < 0) return;
-  const std::string line = words + "\n";
-  [[maybe_unused]] const ssize_t n = ::write(fd, line.data(), line.size());
-}
-
-std::string seconds_text(double s) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g s", s);
-  return text;
-}
-
-// Ends the process if it is still alive `seconds` after construction and
-// the watchdog has not been destroyed by then. Two waits in MPI can hang
-// after failures, and neither can be interrupted from inside: MPI_Init and
-// the first agreement when a process died while MPI started (MPI may never
-// learn of that death), and MPI_Finalize. 0 seconds: no watchdog.
-class Watchdog {
- public:
-  // When it fires: logs `message`, tells the launcher `word`=1, exits with
-  // `exit_status`.
-  Watchdog(double seconds, int outcome_fd, LogLevel level, std::string message, const char* word,
-           int exit_status) {
-    if (seconds <= 0) return;
-    thread_ = std::thread([=, this, message = std::move(message)] {
-      std::unique_lock lock(m_);
-      if (cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return done_; })) return;
-      log(level, message);
-      tell_launcher(outcome_fd, std::string(word) + "=1");
-      std::fflush(stderr);
-      std::fflush(stdout);
-      ::_exit(exit_status);
-    });
-  }
-  ~Watchdog() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard lock(m_);
-      done_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-  Watchdog(const Watchdog&) = delete;
-  Watchdog& operator=(const Watchdog&) = delete;
-
- private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
-
-}  // namespace
 
 struct Runtime::Impl {
   Settings settings;
@@ -259,7 +188,7 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
   impl_->ucx =
       std::make_unique<transport::UcxContext>(self.ucx_net_device, impl_->settings.ucx_workers_ahead);
   impl_->world.reset(new Communicator(std::make_unique<Communicator::Impl>(
-      impl_->settings, impl_->fault_tolerant, *impl_->ucx, MPI_COMM_WORLD, self.where)));
+      impl_->settings, impl_->fault_tolerant, *impl_->ucx, MPI_COMM_WORLD, self.where, impl_->outcome_fd)));
   // Before a spare waits: an admitted spare receives into these buffers.
   for (const StateBuffer& b : state) impl_->world->impl_->state.add(b.name, b.data, b.bytes);
   if (Communicator::Impl& comm = *impl_->world->impl_; comm.waiting_as_spare()) {

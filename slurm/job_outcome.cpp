@@ -76,6 +76,7 @@ bool RankRecord::runtime_started() const {
   return word(*this, outcome::kStarted) == "1" || runtime_finished();
 }
 bool RankRecord::start_timed_out() const { return word(*this, outcome::kStartTimeout) == "1"; }
+bool RankRecord::recovery_timed_out() const { return word(*this, outcome::kRecoveryTimeout) == "1"; }
 bool RankRecord::mpi_init_failed() const { return word(*this, outcome::kMpiInitFailed) == "1"; }
 bool RankRecord::unadmitted_spare() const {
   return word(*this, outcome::kSpare) == "1" && word(*this, outcome::kAdmitted) != "1";
@@ -185,6 +186,10 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
       v.lines.push_back(where + ": start-up did not complete in time; the start-up watchdog ended it " +
                         "(RINGMEND_START_TIMEOUT)");
     }
+    if (r.recovery_timed_out())
+      v.lines.push_back(where +
+                        ": its recovery was stuck in a call to MPI; the recovery watchdog ended it "
+                        "(RINGMEND_RECOVERY_TIMEOUT; docs/troubleshooting.md)");
     // A crash is a bug, which another start would meet again: not counted.
     if (r.how == RankRecord::End::Signaled && !r.runtime_started() && !crash_signal(r.code))
       ++killed_starting;

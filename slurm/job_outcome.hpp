@@ -37,7 +37,8 @@ struct RankRecord {
   bool runtime_used() const;     // the program began the Runtime's start (a ringmend program)
   bool runtime_started() const;  // the Runtime completed its start-up
   bool start_timed_out() const;
-  bool mpi_init_failed() const;  // its MPI_Init returned an error (the Runtime said so)
+  bool recovery_timed_out() const;  // ended by the recovery watchdog
+  bool mpi_init_failed() const;     // its MPI_Init returned an error (the Runtime said so)
   // A spare that was never admitted (it waited, then left or died).
   bool unadmitted_spare() const;
 };

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "ringmend/core/error.hpp"
 #include "runtime/fault_injection.hpp"
 
@@ -23,7 +25,9 @@ TEST(FaultSpec, EmptyMeansNoFaults) { EXPECT_TRUE(parse_fault_spec("").empty());
 TEST(FaultSpec, MalformedRulesAreClearErrors) {
   for (const char* bad :
        {"rank=1", "rank=1,call=2,phase=sometime", "rank=x,call=1,phase=start",
-        "rank=1,call=1,phase=start,colour=red", "rank=1 call=1 phase=start", "rank=-1,call=1,phase=start"}) {
+        "rank=1,call=1,phase=start,colour=red", "rank=1 call=1 phase=start", "rank=-1,call=1,phase=start",
+        "rank=1,call=1,phase=start,stall=0", "rank=1,call=1,phase=start,stall=soon",
+        "rank=1,call=1,phase=start,stall=1e9", "rank=1,call=1,phase=start,exit=2,stall=1"}) {
     try {
       parse_fault_spec(bad);
       FAIL() << "accepted '" << bad << "'";
@@ -47,6 +51,18 @@ TEST(FaultInjector, KillsTheProcessAtTheMatchingPoint) {
   f.at(FaultPhase::Allgather, 4, 1, 0);  // wrong step: survives
   f.at(FaultPhase::Allgather, 3, 2, 0);  // wrong call: survives
   EXPECT_EXIT(f.at(FaultPhase::Allgather, 4, 2, 0), ::testing::KilledBySignal(SIGKILL), "");
+}
+
+TEST(FaultInjector, AStallSleepsThenGoesOn) {
+  const auto rules = parse_fault_spec("rank=0,call=2,phase=recovery,stall=0.2");
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_DOUBLE_EQ(rules[0].stall_seconds, 0.2);
+  FaultInjector f(rules, 0, "");
+  const auto start = std::chrono::steady_clock::now();
+  f.at(FaultPhase::Recovery, 1, 0, 0);  // wrong call: no stall
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(150));
+  f.at(FaultPhase::Recovery, 2, 0, 0);  // the process is still here after it
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(200));
 }
 
 TEST(FaultInjector, DiesTheWayTheRuleSays) {

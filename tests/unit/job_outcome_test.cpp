@@ -209,6 +209,28 @@ TEST(Judge, TheWatchdogIsReported) {
   EXPECT_NE(all(v).find("the shutdown watchdog ended it"), std::string::npos) << all(v);
 }
 
+TEST(Judge, ARecoveryEndedByItsWatchdogIsALossThatSaysSo) {
+  // Member 2 killed; member 1's recovery then stuck in MPI, ended by its
+  // watchdog (status 71); members 0 and 3 recovered without both.
+  std::vector<RankRecord> records = {
+      finished(0, 2, 2, 1), rank(1, RankRecord::End::Exited, 71, "started=1 recovery_timeout=1"),
+      rank(2, RankRecord::End::Signaled, SIGKILL, "started=1"), finished(3, 2, 2, 1)};
+  Verdict v = judge(records, started(4));
+  EXPECT_EQ(v.exit_status, 0) << all(v);
+  EXPECT_NE(all(v).find(
+                "member 1 on node0: its recovery was stuck in a call to MPI; the recovery watchdog ended it"),
+            std::string::npos)
+      << all(v);
+  EXPECT_NE(all(v).find("member 1 on node0: exited with status 71"), std::string::npos) << all(v);
+  // Every survivor stuck: nobody finished, and the status says which end.
+  records[0] = records[3] = records[1];
+  records[0].member = 0;
+  records[3].member = 3;
+  v = judge(records, started(4));
+  EXPECT_EQ(v.exit_status, 71) << all(v);
+  EXPECT_NE(all(v).find("no rank finished normally"), std::string::npos) << all(v);
+}
+
 TEST(Judge, ADeathWhileMpiStartsIsAStartFailure) {
   // Open MPI failed MPI_Init on the others (status 14): nothing ran. The
   // Runtime had begun its start (it says so before MPI_Init).

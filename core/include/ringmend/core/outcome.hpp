@@ -28,6 +28,7 @@ inline constexpr const char* kRuntime = "runtime";             // 1: the Runtime
 inline constexpr const char* kStarted = "started";             // 1: the Runtime started
 inline constexpr const char* kStartTimeout = "start_timeout";  // 1: the start-up watchdog fired
 inline constexpr const char* kMpiInitFailed = "mpi_init_failed";     // 1: this process's MPI_Init failed
+inline constexpr const char* kRecoveryTimeout = "recovery_timeout";  // 1: the recovery watchdog fired
 inline constexpr const char* kFinished = "finished";                 // 1: the Runtime shut down normally
 inline constexpr const char* kEpoch = "epoch";                       // the last epoch
 inline constexpr const char* kSize = "size";                         // ranks in it
@@ -42,5 +43,7 @@ inline constexpr const char* kReleased = "released";           // 1: a member re
 
 // The exit status of a process whose start-up watchdog fired.
 inline constexpr int kStartTimeoutStatus = 70;
+// The exit status of a process whose recovery watchdog fired.
+inline constexpr int kRecoveryTimeoutStatus = 71;
 
 }  // namespace ringmend::outcome

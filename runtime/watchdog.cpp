@@ -1,0 +1,44 @@
+#include "runtime/watchdog.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "runtime/outcome_channel.hpp"
+
+namespace ringmend {
+
+Watchdog::Watchdog(double seconds, int outcome_fd, LogLevel level, std::string message, const char* word,
+                   int exit_status) {
+  if (seconds <= 0) return;
+  thread_ = std::thread([=, this, message = std::move(message)] {
+    std::unique_lock lock(m_);
+    if (cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return done_; })) return;
+    log(level, message);
+    tell_launcher(outcome_fd, std::string(word) + "=1");
+    std::fflush(stderr);
+    std::fflush(stdout);
+    // Not exit(): the other threads are inside MPI, and destructors or
+    // atexit handlers could wait on them for ever.
+    ::_exit(exit_status);
+  });
+}
+
+Watchdog::~Watchdog() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(m_);
+    done_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+std::string seconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", s);
+  return text;
+}
+
+}  // namespace ringmend
