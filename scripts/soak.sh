@@ -14,7 +14,7 @@
 #   scripts/soak.sh [--rounds N] [--seed S] [--cluster] [--build DIR]
 #                   [--min-ranks A] [--max-ranks B] [--calls C] [--max-bytes M]
 #                   [--round-timeout SEC] [--start-window MS] [--keep DIR]
-#                   [--spares S] [--state-bytes B]
+#                   [--spares S] [--state-bytes B] [--stall MS]
 #
 # --spares S starts S spares beside the ranks (ringmend-run --spares): the
 # victims are drawn among ranks and spares, a spare admitted in a lost
@@ -25,6 +25,13 @@
 # --start-window MS: every kill within MS ms of its victim's start (start-up
 # only: MPI_Init, wire-up, the first agreement and collectives).
 #
+# --stall MS: besides the kills, one process that is not killed stops
+# (SIGSTOP) at a random moment for 50 ms to MS ms, then goes on (SIGCONT):
+# stuck, not dead, as a process is in the kernel or on a slow file system.
+# Whatever it is in (a collective, a recovery, the spares' wait), the round
+# must pass all the same. Keep MS well below RINGMEND_START_TIMEOUT (10 s
+# here): a longer stall during start-up is rightly a failed start.
+#
 # --cluster runs each job across the two nodes of the local Slurm cluster
 # (scripts/cluster.sh start; salloc -N 2). The seed fixes every choice (job
 # size, victims, moments, the workers' call sequence): a failing round is
@@ -34,7 +41,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 rounds=20 seed=$(date +%s) cluster=0 build="$repo/build/test" min_np=4 max_np=8
 calls=200 max_bytes=$((16 << 20)) round_timeout=120 keep=${TMPDIR:-/tmp}/ringmend-soak start_window=0
-spares=0 state_bytes=$((1 << 20))
+spares=0 state_bytes=$((1 << 20)) stall=0
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
@@ -50,7 +57,8 @@ while [ $# -gt 0 ]; do
     --start-window) start_window=$2; shift 2 ;;
     --spares) spares=$2; shift 2 ;;
     --state-bytes) state_bytes=$2; shift 2 ;;
-    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --stall) stall=$2; shift 2 ;;
+    -h | --help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "soak.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -102,6 +110,15 @@ run_round() {
     # Half the time close behind the first (a kill during the recovery).
     if [ $((RANDOM % 2)) = 0 ]; then delays[1]=$((delays[0] + RANDOM % 60)); else delays[1]=$(draw_delay_ms); fi
   fi
+  # The stalled process, drawn after the rest (a seed without --stall
+  # plays as before): any other than the victims.
+  local stalled="" stall_at=0 stall_ms=0
+  if [ "$stall" -gt 0 ]; then
+    stalled=$((RANDOM % procs))
+    while [[ " ${victims[*]} " == *" $stalled "* ]]; do stalled=$(((stalled + 1) % procs)); done
+    stall_at=$(draw_delay_ms)
+    stall_ms=$((50 + RANDOM % stall))
+  fi
   local cmd=("$launcher" -q -n "$np" --oversubscribe)
   [ "$spares" -gt 0 ] && cmd+=(--spares "$spares")
   if [ "$cluster" = 1 ]; then
@@ -109,7 +126,7 @@ run_round() {
   fi
   cmd+=("$worker" --dir="$dir" --seed="$job_seed" --calls="$calls" --max-bytes="$max_bytes")
   [ "$spares" -gt 0 ] && cmd+=(--state-bytes="$state_bytes")
-  echo "round $round: $np ranks + $spares spare(s), kill ${victims[*]} at ${delays[*]} ms (job seed $job_seed)" >"$dir/plan"
+  echo "round $round: $np ranks + $spares spare(s), kill ${victims[*]} at ${delays[*]} ms${stalled:+, stall $stalled at $stall_at ms for $stall_ms ms} (job seed $job_seed)" >"$dir/plan"
   RINGMEND_TIMEOUT=60 RINGMEND_START_TIMEOUT=10 timeout -k 5 "$round_timeout" "${cmd[@]}" >"$dir/out" 2>&1 &
   job=$!
   # Each victim is killed its delay after its own pid file appears (one
@@ -127,10 +144,28 @@ run_round() {
     ) &
     killers+=($!)
   done
+  if [ -n "$stalled" ]; then
+    (
+      while [ ! -s "$dir/pid.$stalled" ] && kill -0 "$job" 2>/dev/null; do sleep 0.005; done
+      [ -s "$dir/pid.$stalled" ] || exit 0
+      pid=$(cat "$dir/pid.$stalled")
+      sleep "$(printf '%d.%03d' $((stall_at / 1000)) $((stall_at % 1000)))"
+      kill -STOP "$pid" 2>/dev/null || exit 0
+      touch "$dir/stalled"
+      sleep "$(printf '%d.%03d' $((stall_ms / 1000)) $((stall_ms % 1000)))"
+      kill -CONT "$pid" 2>/dev/null
+    ) &
+    killers+=($!)
+  fi
   wait "$job"
   rc=$?
   wait "${killers[@]}"
   for v in "${victims[@]}"; do [ -e "$dir/killed.$v" ] && killed+=("$v"); done
+  local stall_text=""
+  if [ -n "$stalled" ]; then
+    stall_text=", stalled $stalled at $stall_at ms for $stall_ms ms"
+    [ -e "$dir/stalled" ] || stall_text+=" (after the end: not stalled)"
+  fi
   echo "launcher exit $rc, killed: ${killed[*]:-none}" >>"$dir/plan"
 
   # Judge the round.
@@ -265,8 +300,8 @@ run_round() {
   [ -n "$ended" ] && shutdowns+=("$ended")
   # UCX refusing a connect to a dead peer must never take a survivor along.
   grep -q "UCX  ERROR connect(.*Connection refused" "$dir/out" && [ "$outcome" != FAILED ] && ucx_refused=$((ucx_refused + 1))
-  printf 'round %d: %d ranks, killed %s at %s ms: %s%s\n' "$round" "$np" "${killed[*]:-none}" "${delays[*]}" "$outcome" \
-    "${ended:+ (ended ${ended} s after the last call)}"
+  printf 'round %d: %d ranks, killed %s at %s ms%s: %s%s\n' "$round" "$np" "${killed[*]:-none}" "${delays[*]}" \
+    "$stall_text" "$outcome" "${ended:+ (ended ${ended} s after the last call)}"
   local slow_shutdown=0
   [ -n "$ended" ] && awk -v e="$ended" 'BEGIN { exit !(e > 1) }' && slow_shutdown=1
   if [ "$slow_shutdown" = 1 ] && [ "$outcome" != FAILED ]; then
