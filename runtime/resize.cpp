@@ -77,7 +77,10 @@ void Communicator::Impl::report_pending(CollectiveResult& result) {
 void Communicator::Impl::meet_before_round() {
   // A member that returned from the request's call while another failed in
   // it (and recovers) joins that recovery here, instead of waiting in the
-  // pool's round for a member that waits in its recovery.
+  // pool's round for a member that waits in its recovery. The meeting's
+  // agreement waits for every member, however long one is stuck: bounded
+  // as a recovery is.
+  const Watchdog watchdog = recovery_watchdog("the meeting before a change of membership");
   while (!meet()) join_recovery(seq + 1);
 }
 

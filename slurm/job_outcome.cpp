@@ -188,7 +188,8 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
     }
     if (r.recovery_timed_out())
       v.lines.push_back(where +
-                        ": its recovery was stuck in a call to MPI; the recovery watchdog ended it "
+                        ": stuck in a call to MPI during a recovery or a change of membership; the recovery "
+                        "watchdog ended it "
                         "(RINGMEND_RECOVERY_TIMEOUT; docs/troubleshooting.md)");
     // A crash is a bug, which another start would meet again: not counted.
     if (r.how == RankRecord::End::Signaled && !r.runtime_started() && !crash_signal(r.code))

@@ -217,8 +217,8 @@ TEST(Judge, ARecoveryEndedByItsWatchdogIsALossThatSaysSo) {
       rank(2, RankRecord::End::Signaled, SIGKILL, "started=1"), finished(3, 2, 2, 1)};
   Verdict v = judge(records, started(4));
   EXPECT_EQ(v.exit_status, 0) << all(v);
-  EXPECT_NE(all(v).find(
-                "member 1 on node0: its recovery was stuck in a call to MPI; the recovery watchdog ended it"),
+  EXPECT_NE(all(v).find("member 1 on node0: stuck in a call to MPI during a recovery or a change of "
+                        "membership; the recovery watchdog ended it"),
             std::string::npos)
       << all(v);
   EXPECT_NE(all(v).find("member 1 on node0: exited with status 71"), std::string::npos) << all(v);
