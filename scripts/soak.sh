@@ -129,6 +129,21 @@ run_round() {
   echo "round $round: $np ranks + $spares spare(s), kill ${victims[*]} at ${delays[*]} ms${stalled:+, stall $stalled at $stall_at ms for $stall_ms ms} (job seed $job_seed)" >"$dir/plan"
   RINGMEND_TIMEOUT=60 RINGMEND_START_TIMEOUT=10 timeout -k 5 "$round_timeout" "${cmd[@]}" >"$dir/out" 2>&1 &
   job=$!
+  # A hang keeps its evidence: a job still running at two thirds of the
+  # round's limit has the stacks of its live processes taken (with gdb,
+  # when installed) before the limit ends it.
+  local sampler=""
+  if command -v gdb >/dev/null; then
+    (
+      for ((t = 0; t < round_timeout * 2 / 3; t++)); do kill -0 "$job" 2>/dev/null || exit 0; sleep 1; done
+      for f in "$dir"/pid.*; do
+        pid=$(cat "$f" 2>/dev/null) && kill -0 "$pid" 2>/dev/null || continue
+        echo "=== member ${f##*.}, pid $pid"
+        timeout 20 gdb -p "$pid" -batch -ex "thread apply all bt 25" 2>/dev/null | grep -E '^#|^Thread'
+      done >"$dir/backtraces.txt"
+    ) &
+    sampler=$!
+  fi
   # Each victim is killed its delay after its own pid file appears (one
   # killer per victim, so that the kills keep their order in time).
   local -a killed=() killers=()
@@ -159,7 +174,7 @@ run_round() {
   fi
   wait "$job"
   rc=$?
-  wait "${killers[@]}"
+  wait "${killers[@]}" $sampler
   for v in "${victims[@]}"; do [ -e "$dir/killed.$v" ] && killed+=("$v"); done
   local stall_text=""
   if [ -n "$stalled" ]; then
@@ -310,7 +325,7 @@ run_round() {
   elif [ "$outcome" = FAILED ]; then
     failed_rounds=$((failed_rounds + 1))
     printf '    %s\n' "${problems[@]}"
-    echo "    kept: $dir (plan, out, results.*); job seed $job_seed"
+    echo "    kept: $dir (plan, out, results.*$([ -s "$dir/backtraces.txt" ] && echo ", backtraces.txt")); job seed $job_seed"
     tail -5 "$dir/out" | sed 's/^/    | /'
   else
     rm -rf "$dir"
