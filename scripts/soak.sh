@@ -85,30 +85,33 @@ failed_rounds=0
 # A moment after the victim's pid appears: a third during start-up (MPI_Init,
 # wire-up, the first agreement), a third in the first collectives, a third
 # anywhere in the run.
+# Into `delay`, not echoed: a $(...) subshell reseeds RANDOM (bash 5.1+),
+# and the seed would no longer fix the moments.
 draw_delay_ms() {
-  if [ "$start_window" -gt 0 ]; then echo $((RANDOM % start_window)); return; fi
+  if [ "$start_window" -gt 0 ]; then delay=$((RANDOM % start_window)); return; fi
   case $((RANDOM % 3)) in
-    0) echo $((RANDOM % 400)) ;;
-    1) echo $((400 + RANDOM % 800)) ;;
-    *) echo $((RANDOM % 4000)) ;;
+    0) delay=$((RANDOM % 400)) ;;
+    1) delay=$((400 + RANDOM % 800)) ;;
+    *) delay=$((RANDOM % 4000)) ;;
   esac
 }
 
 run_round() {
-  local round=$1 dir np kills victims=() delays=() job rc i v pid procs
+  local round=$1 dir np kills victims=() delays=() job rc i v pid procs delay
   dir=$(mktemp -d "$keep/round$round.XXXX")
   np=$((min_np + RANDOM % (max_np - min_np + 1)))
   procs=$((np + spares))  # world ranks np.. are the spares
   kills=$((1 + RANDOM % 2))
   local job_seed=$((RANDOM * 32768 + RANDOM))
   victims[0]=$((RANDOM % procs))
-  delays[0]=$(draw_delay_ms)
+  draw_delay_ms
+  delays[0]=$delay
   if [ "$kills" = 2 ]; then
     v=$((RANDOM % (procs - 1)))
     [ "$v" -ge "${victims[0]}" ] && v=$((v + 1))
     victims[1]=$v
     # Half the time close behind the first (a kill during the recovery).
-    if [ $((RANDOM % 2)) = 0 ]; then delays[1]=$((delays[0] + RANDOM % 60)); else delays[1]=$(draw_delay_ms); fi
+    if [ $((RANDOM % 2)) = 0 ]; then delays[1]=$((delays[0] + RANDOM % 60)); else draw_delay_ms; delays[1]=$delay; fi
   fi
   # The stalled process, drawn after the rest (a seed without --stall
   # plays as before): any other than the victims.
@@ -116,7 +119,8 @@ run_round() {
   if [ "$stall" -gt 0 ]; then
     stalled=$((RANDOM % procs))
     while [[ " ${victims[*]} " == *" $stalled "* ]]; do stalled=$(((stalled + 1) % procs)); done
-    stall_at=$(draw_delay_ms)
+    draw_delay_ms
+    stall_at=$delay
     stall_ms=$((50 + RANDOM % stall))
   fi
   local cmd=("$launcher" -q -n "$np" --oversubscribe)
