@@ -97,4 +97,10 @@ std::string node_name() {
   return name;
 }
 
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", seconds);
+  return text;
+}
+
 }  // namespace ringmend

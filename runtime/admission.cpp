@@ -83,7 +83,7 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving, bo
   std::vector<int> released;  // members that left in this regroup
   double pool_seconds = 0;    // in the pool's rounds (MPI: shrink, allgather, agreement, split)
   for (int attempt = 0;; ++attempt) {
-    if (settings_.recovery_timeout_seconds > 0 && seconds_since(start) > settings_.recovery_timeout_seconds)
+    if (past_recovery_bound(start))
       throw Error(Errc::Internal,
                   std::string(leaving || !released.empty() ? "releasing members" : "admitting spares") +
                       " did not complete within " + std::to_string(settings_.recovery_timeout_seconds) +

@@ -586,9 +586,13 @@ Watchdog Communicator::Impl::recovery_watchdog(const std::string& what) const {
                   outcome::kRecoveryTimeout, outcome::kRecoveryTimeoutStatus);
 }
 
+bool Communicator::Impl::past_recovery_bound(Clock::time_point start) const {
+  return settings_.recovery_timeout_seconds > 0 && seconds_since(start) > settings_.recovery_timeout_seconds;
+}
+
 void Communicator::Impl::start_recovery_attempt(std::chrono::steady_clock::time_point start, int attempt,
                                                 std::uint64_t old_epoch) {
-  if (settings_.recovery_timeout_seconds > 0 && seconds_since(start) > settings_.recovery_timeout_seconds)
+  if (past_recovery_bound(start))
     throw Error(Errc::Internal, "recovery did not complete within " +
                                     std::to_string(settings_.recovery_timeout_seconds) +
                                     " s (RINGMEND_RECOVERY_TIMEOUT)");

@@ -262,6 +262,9 @@ struct Communicator::Impl final : transport::WaitContext {
   // destroyed: past RINGMEND_RECOVERY_TIMEOUT and a grace, it ends the
   // process (communicator.cpp says why the grace).
   Watchdog recovery_watchdog(const std::string& what) const;
+  // Whether a recovery (or regroup) begun at `start` is past
+  // RINGMEND_RECOVERY_TIMEOUT (never when it is 0).
+  bool past_recovery_bound(std::chrono::steady_clock::time_point start) const;
   // Each attempt of a recovery: RINGMEND_RECOVERY_TIMEOUT since `start`,
   // and the fault rules of phase `recovery`.
   void start_recovery_attempt(std::chrono::steady_clock::time_point start, int attempt,

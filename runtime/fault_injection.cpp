@@ -159,10 +159,9 @@ void FaultInjector::at(FaultPhase phase, std::uint64_t call, int step, std::uint
     }
     fired_[i] = true;
     if (r.stall_seconds > 0) {
-      char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%g s", r.stall_seconds);
-      log(LogLevel::Info, "fault injection: member " + std::to_string(member_) + " stalls for " + seconds +
-                              " (call " + std::to_string(call) + ", epoch " + std::to_string(epoch) + ")");
+      log(LogLevel::Info, "fault injection: member " + std::to_string(member_) + " stalls for " +
+                              seconds_text(r.stall_seconds) + " (call " + std::to_string(call) + ", epoch " +
+                              std::to_string(epoch) + ")");
       std::this_thread::sleep_for(std::chrono::duration<double>(r.stall_seconds));
       continue;
     }

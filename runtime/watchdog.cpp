@@ -35,10 +35,4 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-std::string seconds_text(double s) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g s", s);
-  return text;
-}
-
 }  // namespace ringmend

@@ -36,7 +36,4 @@ class Watchdog {
   std::thread thread_;
 };
 
-// "2.5 s", for the watchdogs' messages.
-std::string seconds_text(double s);
-
 }  // namespace ringmend

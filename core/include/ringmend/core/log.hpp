@@ -32,6 +32,9 @@ void set_log_place(int member, std::uint64_t epoch);
 
 void log(LogLevel level, const std::string& message);
 
+// "2.5 s": a duration in a message.
+std::string seconds_text(double seconds);
+
 // Where this process runs, as an operator names it: Slurm's node name
 // (SLURMD_NODENAME) when there is one, else the host name.
 std::string node_name();
