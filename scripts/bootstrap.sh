@@ -26,12 +26,13 @@ OMPI_PATCHES=(openmpi-5.0.7-ob1-send-error-after-free.patch
   openmpi-5.0.7-ob1-freed-request-dead-peer.patch
   openmpi-5.0.7-ob1-revoke-during-init.patch
   openmpi-5.0.7-ulfm-populate-failed-proc.patch
+  openmpi-5.0.7-ulfm-failed-proc-in-new-comm.patch
   openpmix-5.0.7-ptl-tcp-nodelay.patch
   openpmix-5.0.7-ptl-rejected-client-double-release.patch
   prrte-5.0.7-count-failed-proc-once.patch)
 # The build's revision: bumped whenever the flags or the patches change, so
 # that a cached build from before is not reused.
-OMPI_BUILD_REVISION=8
+OMPI_BUILD_REVISION=9
 DEPS=${RINGMEND_DEPS:-${XDG_CACHE_HOME:-$HOME/.cache}/ringmend-deps}
 OMPI_PREFIX=${RINGMEND_MPI_HOME:-$DEPS/openmpi-$OMPI_VERSION-ulfm-r$OMPI_BUILD_REVISION}
 JOBS=$(($(nproc) + 1))
