@@ -42,6 +42,7 @@ wait_for() {
   for _ in $(seq 6000); do grep -q "$pattern" "$file" 2>/dev/null && return 0; sleep 0.005; done
   return 1
 }
+sleep_ms() { sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; }
 fail=0
 for ((try = 1; try <= tries; try++)); do
   dir=$(mktemp -d)
@@ -53,11 +54,11 @@ for ((try = 1; try <= tries; try++)); do
   job=$!
   plan="member 6 killed ${kill_ms} ms after it started, member 2 stopped ${stall_after_ms} ms later for ${stall_ms} ms"
   if wait_for "$dir/results.6" started; then
-    sleep "$(printf '0.%03d' "$kill_ms")"
+    sleep_ms "$kill_ms"
     kill -9 "$(cat "$dir/pid.6")" 2>/dev/null
-    sleep "$(printf '0.%03d' "$stall_after_ms")"
+    sleep_ms "$stall_after_ms"
     if pid2=$(cat "$dir/pid.2" 2>/dev/null) && kill -STOP "$pid2" 2>/dev/null; then
-      sleep "$((stall_ms / 1000)).$(printf '%03d' $((stall_ms % 1000)))"
+      sleep_ms "$stall_ms"
       kill -CONT "$pid2" 2>/dev/null
     fi
   else
