@@ -77,9 +77,12 @@ PACKAGES=(build-essential patch cmake ninja-build pkg-config git xz-utils file
 if [ "$WITH_CLUSTER_TOOLS" = 1 ]; then
   # python3: bench/bench_report.py (standard library only); libpmix-dev:
   # srun --mpi=pmix opens libpmix.so, which only the -dev package ships;
-  # clang + libclang-rt-14-dev: the libFuzzer target of the hostlist parser.
+  # clang + libclang-rt-14-dev: the libFuzzer target of the hostlist parser;
+  # iproute2 (ip, tc, bridge) + util-linux (nsenter, unshare): the cluster's
+  # nodes in network namespaces; spin: the model check of the membership
+  # protocol (docs/membership.md).
   PACKAGES+=(slurmctld slurmd slurm-client lmod libgloo-dev gnuplot-nox python3 libpmix-dev
-    clang libclang-rt-14-dev)
+    clang libclang-rt-14-dev iproute2 util-linux spin)
 fi
 if [ "$WITH_PYTHON" = 1 ]; then
   # The Python package (python/): pybind11 and the headers of Debian's
