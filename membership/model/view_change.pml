@@ -61,8 +61,12 @@
 #define CRASH_UNSEEN(p, q) ((q) < N && !alive[(q) % N] && !HAS(suspected[p], q))
 #define CRASH_UNSEEN_BY(p) (CRASH_UNSEEN(p, 0) || CRASH_UNSEEN(p, 1) || CRASH_UNSEEN(p, 2) || CRASH_UNSEEN(p, 3))
 #define crashed_unsuspected CRASH_UNSEEN_BY(me)
+/* another process left view e (promised a ballot, or decided): the
+ * collectives of view e stall at process i, whose data path says so */
+#define STALLED(i) (((promised_set | installed_set | fenced_set) & ~BIT((i) % N)) != 0)
 /* process i would act on a timeout */
-#define BUSY(i) ((i) < N && (busy[(i) % N] || (alive[(i) % N] && mode[(i) % N] < INSTALLED && CRASH_UNSEEN_BY((i) % N))))
+#define BUSY(i) ((i) < N && (busy[(i) % N] || (alive[(i) % N] && mode[(i) % N] < INSTALLED && \
+                                              (CRASH_UNSEEN_BY((i) % N) || STALLED(i)))))
 
 /* modes of a process */
 #define ACTIVE 0    /* in view e; maybe taking part in the change as an acceptor */
@@ -323,7 +327,10 @@ end_loop:
           lowest_trusted(c);
           if
           :: c == me -> start_round()
-          :: else -> suspect = suspect | BIT(c)
+          :: else ->
+             suspect = suspect | BIT(c);
+             lowest_trusted(c);
+             if :: c == me -> start_round() :: else -> send(c, SUSPECT, 0, 0, 0) fi
           fi
        fi;
        update_busy()

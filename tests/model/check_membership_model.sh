@@ -54,7 +54,7 @@ for cfg in "-DN=3 -DMAXCRASH=1 -DMAXLOSS=1 -DMAXFALSE=1" \
   "-DN=3 -DMAXCRASH=1 -DMAXLOSS=2 -DMAXFALSE=0" \
   "-DN=3 -DMAXCRASH=0 -DMAXLOSS=1 -DMAXFALSE=2" \
   "-DN=4 -DMAXCRASH=2 -DMAXLOSS=1 -DMAXFALSE=0" \
-  "-DN=4 -DMAXCRASH=1 -DMAXLOSS=1 -DMAXFALSE=0"; do
+  "-DN=4 -DMAXCRASH=1 -DMAXLOSS=2 -DMAXFALSE=0"; do
   # shellcheck disable=SC2086
   search "$cfg" $cfg
   if [ "$verdict" != ok ]; then
