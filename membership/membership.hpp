@@ -12,6 +12,9 @@
 //     them, not allgathered;
 //   * spare_pool.hpp: SparePool, where spare processes wait, and the rounds
 //     that admit them (the communicator of a Grow).
+//   * native/view_change.hpp: the native membership protocol's view change
+//     (docs/membership.md), a state machine without I/O that needs neither
+//     MPI nor UCX (its own library, ringmend_membership_native).
 // A new membership transition (a spawn, a connect) is one more alternative
 // of Transition and the communicator that it brings; the steps stay.
 #pragma once

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything (scripts/bootstrap.sh, with Slurm for the local
-# two-node cluster), builds with warnings as errors and runs the whole test
+# cluster), builds with warnings as errors and runs the whole test
 # suite: unit tests, multi-process MPI tests with real SIGKILLs, then the
-# two-node tests on the local Slurm cluster (scripts/cluster.sh, started and
+# multi-node tests on the local Slurm cluster (scripts/cluster.sh, started and
 # stopped by the tests). Then repeats the unit tests and a fault-tolerance
 # subset in an AddressSanitizer + UndefinedBehaviorSanitizer build.
 #
@@ -21,7 +21,7 @@ if [ $# -gt 0 ]; then
   ctest --test-dir "$build" --output-on-failure -j 2 "$@"
 else
   ctest --test-dir "$build" --output-on-failure -j 2 -LE cluster
-  echo "[test] ctest on the local two-node Slurm cluster"
+  echo "[test] ctest on the local Slurm cluster (nodes in network namespaces)"
   ctest --test-dir "$build" --output-on-failure -L cluster
 fi
 
@@ -34,5 +34,5 @@ if [ "$sanitizers" = 1 ] && [ $# -eq 0 ]; then
   # checked here, memory errors and undefined behaviour are.
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$san" --output-on-failure -j 2 \
-    -R '^(Partition|Reduce|Ring|Config|CallQueue|Request|Half|nonblocking_kill_np4|Fault|Wire|Location|Plan|Simulate|TopoTool|RanksAndSizes|Shm|allreduce_np3|c_api|epoch_builder|kill_rank2_allgather2|kill_rank0_reduce_scatter2|kill_during_recovery|shm_leader_killed_at_attach|bad_input_count_mismatch|bad_input_null_buffer|StateRegistry|ReceivedBytes|spare_replaces_killed_rank|member_dies_in_state_transfer|UcxContext|kill_rank1_test_nodes_np4|recovery_watchdog|meeting_watchdog)'
+    -R '^(Partition|Reduce|Ring|Config|CallQueue|Request|Half|nonblocking_kill_np4|Fault|Wire|Location|Plan|Simulate|TopoTool|RanksAndSizes|Shm|allreduce_np3|c_api|epoch_builder|kill_rank2_allgather2|kill_rank0_reduce_scatter2|kill_during_recovery|shm_leader_killed_at_attach|bad_input_count_mismatch|bad_input_null_buffer|StateRegistry|ReceivedBytes|spare_replaces_killed_rank|member_dies_in_state_transfer|UcxContext|kill_rank1_test_nodes_np4|recovery_watchdog|meeting_watchdog|ViewChange)'
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CTest fixture for the cluster tests: `setup` starts the local two-node Slurm
+# CTest fixture for the cluster tests: `setup` starts the local Slurm
 # cluster (scripts/cluster.sh start), `cleanup` stops it again, but only if
 # setup started it (a cluster that was already up is left running).
 # Exits 77 (skipped) when Slurm is not installed.

@@ -1,4 +1,4 @@
-# Sourced by the cluster tests of tests/slurm (bash): the local two-node
+# Sourced by the cluster tests of tests/slurm (bash): the local
 # Slurm cluster of scripts/cluster.sh, a scratch directory, batch jobs that
 # cannot outlive the test, and PASS/FAIL checks.
 #
@@ -40,7 +40,7 @@ need_cluster() {
       skip "Slurm is not installed ('$c' not found); run scripts/bootstrap.sh --with-cluster-tools"
   done
   if ! nodes=$(timeout -k 2 10 sinfo -h -N -o '%N' 2>/dev/null | sort -u | wc -l) || [ "$nodes" -lt 2 ]; then
-    echo "$test_name: no two-node Slurm cluster answers (SLURM_CONF=$SLURM_CONF); start it with scripts/cluster.sh start"
+    echo "$test_name: no Slurm cluster of two nodes or more answers (SLURM_CONF=$SLURM_CONF); start it with scripts/cluster.sh start"
     exit 1
   fi
 }
