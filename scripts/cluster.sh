@@ -298,32 +298,35 @@ write_layout() {
 
 node_states() { SLURM_CONF=$CONF timeout -k 2 5 sinfo -h -N -o '%N %T' 2>/dev/null | sort -u; }
 
-# Waits until the nodes $@ (default: all) are idle; a node left
-# DOWN/DRAINED (e.g. from an earlier run's state) is resumed. Bounded by WAIT_S.
-wait_idle() {
-  local want=("$@") deadline=$((SECONDS + WAIT_S)) states idle resumed_at=-100 n
-  [ ${#want[@]} -gt 0 ] || want=("${NODES[@]}")
+# wait_nodes STATES NODE...: waits until every NODE is in one of STATES
+# (Slurm's short names, e.g. idle or idle|mix|alloc|comp; a node that does
+# not answer carries a *, so it never matches); a node left DOWN/DRAINED
+# (from an earlier run's state, or a fault) is resumed. Bounded by WAIT_S.
+wait_nodes() {
+  local want=$1 deadline=$((SECONDS + WAIT_S)) states ok resumed_at=-100 n
+  shift
   while :; do
-    states=$(node_states || true)
-    idle=0
-    for n in "${want[@]}"; do grep -qE "^$n idle$" <<<"$states" && idle=$((idle + 1)); done
-    [ "$idle" -eq ${#want[@]} ] && return 0
+    states=$(SLURM_CONF=$CONF timeout -k 2 5 sinfo -h -N -o '%N %t' 2>/dev/null | sort -u || true)
+    ok=0
+    for n in "$@"; do grep -qE "^$n ($want)$" <<<"$states" && ok=$((ok + 1)); done
+    [ "$ok" -eq $# ] && return 0
     if grep -qiE 'down|drain|fail' <<<"$states" && [ $((SECONDS - resumed_at)) -ge 3 ]; then
-      for n in "${want[@]}"; do
+      for n in "$@"; do
         SLURM_CONF=$CONF timeout -k 2 5 scontrol update nodename="$n" state=resume >/dev/null 2>&1 || true
       done
       resumed_at=$SECONDS
     fi
     if [ $SECONDS -ge $deadline ]; then
-      echo "cluster: nodes ${want[*]} not idle after ${WAIT_S} s:" >&2
+      echo "cluster: nodes $* not $want after ${WAIT_S} s:" >&2
       echo "${states:-(sinfo gave no answer)}" | sed 's/^/  /' >&2
       echo "cluster: logs in $DIR/log/" >&2
       tail -n 5 "$DIR"/log/*.log 2>/dev/null | sed 's/^/  /' >&2 || true
       return 1
     fi
-    sleep 0.5
+    sleep 0.3
   done
 }
+wait_idle() { wait_nodes idle "${NODES[@]}"; }
 
 usage_hint() {
   echo "  export SLURM_CONF=$CONF"
@@ -502,29 +505,10 @@ heal_node() {
   fi
   # Slurm may have declared it DOWN meanwhile: resume it, and wait until it
   # answers (idle, or still running a job that survived the fault).
-  wait_responding "$node" || die "$node did not come back (see $DIR/log/slurmd-$node.log)"
+  wait_nodes 'idle|mix|alloc|comp' "$node" || die "$node did not come back (see $DIR/log/slurmd-$node.log)"
   local what="${did[0]}"
   [ ${#did[@]} -lt 2 ] || what+=", ${did[1]}"
   say "$node healed ($what); $(node_states | sed -n "s/^$node //p")"
-}
-
-# Waits until node $1 answers slurmctld again: a state without the
-# not-responding mark (*), not down or drained (resumed if so). Bounded by WAIT_S.
-wait_responding() {
-  local node=$1 deadline=$((SECONDS + WAIT_S)) state resumed_at=-100
-  while :; do
-    state=$(SLURM_CONF=$CONF timeout -k 2 5 sinfo -h -n "$node" -N -o '%t' 2>/dev/null | head -n 1)
-    [[ "$state" =~ ^(idle|mix|alloc|comp)$ ]] && return 0
-    if [[ "$state" =~ down|drain|fail ]] && [ $((SECONDS - resumed_at)) -ge 3 ]; then
-      SLURM_CONF=$CONF timeout -k 2 5 scontrol update nodename="$node" state=resume >/dev/null 2>&1 || true
-      resumed_at=$SECONDS
-    fi
-    if [ $SECONDS -ge $deadline ]; then
-      echo "cluster: $node does not answer after ${WAIT_S} s (state '${state:-none}')" >&2
-      return 1
-    fi
-    sleep 0.3
-  done
 }
 
 # tc on both ends of each of the node's links: the host side shapes what the
