@@ -167,6 +167,10 @@ Settings Options::resolve() const {
                non_negative, positive_seconds);
   seconds.take(s.recovery_timeout_seconds, recovery_timeout_seconds, "recovery_timeout_seconds",
                "RINGMEND_RECOVERY_TIMEOUT", parse_seconds, non_negative, positive_seconds);
+  seconds.take(
+      s.heartbeat_timeout_seconds, heartbeat_timeout_seconds, "heartbeat_timeout_seconds",
+      "RINGMEND_HEARTBEAT_TIMEOUT", parse_seconds, [](const double& v) { return v >= 0.01 && v <= 3600; },
+      "between 0.01 and 3600 seconds");
   seconds.take(s.start_timeout_seconds, start_timeout_seconds, "start_timeout_seconds",
                "RINGMEND_START_TIMEOUT", parse_seconds, non_negative, positive_seconds);
   seconds.take(s.finalize_timeout_seconds, finalize_timeout_seconds, "finalize_timeout_seconds",

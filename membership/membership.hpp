@@ -12,9 +12,12 @@
 //     them, not allgathered;
 //   * spare_pool.hpp: SparePool, where spare processes wait, and the rounds
 //     that admit them (the communicator of a Grow).
-//   * native/view_change.hpp: the native membership protocol's view change
-//     (docs/membership.md), a state machine without I/O that needs neither
-//     MPI nor UCX (its own library, ringmend_membership_native).
+//   * native/: the native membership protocol (docs/membership.md), for
+//     jobs launched without mpirun: view_change.hpp (the view change, a
+//     state machine without I/O), group.hpp (Group: failure detector,
+//     view changes and an all-gather over TCP), bootstrap.hpp (start-up
+//     under srun --mpi=pmix). Needs neither MPI nor UCX (its own
+//     libraries, ringmend_membership_native and ringmend_membership_pmix).
 // A new membership transition (a spawn, a connect) is one more alternative
 // of Transition and the communicator that it brings; the steps stay.
 #pragma once

@@ -34,5 +34,5 @@ if [ "$sanitizers" = 1 ] && [ $# -eq 0 ]; then
   # checked here, memory errors and undefined behaviour are.
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$san" --output-on-failure -j 2 \
-    -R '^(Partition|Reduce|Ring|Config|CallQueue|Request|Half|nonblocking_kill_np4|Fault|Wire|Location|Plan|Simulate|TopoTool|RanksAndSizes|Shm|allreduce_np3|c_api|epoch_builder|kill_rank2_allgather2|kill_rank0_reduce_scatter2|kill_during_recovery|shm_leader_killed_at_attach|bad_input_count_mismatch|bad_input_null_buffer|StateRegistry|ReceivedBytes|spare_replaces_killed_rank|member_dies_in_state_transfer|UcxContext|kill_rank1_test_nodes_np4|recovery_watchdog|meeting_watchdog|ViewChange|Faults/ViewChange)'
+    -R '^(Partition|Reduce|Ring|Config|CallQueue|Request|Half|nonblocking_kill_np4|Fault|Wire|Location|Plan|Simulate|TopoTool|RanksAndSizes|Shm|allreduce_np3|c_api|epoch_builder|kill_rank2_allgather2|kill_rank0_reduce_scatter2|kill_during_recovery|shm_leader_killed_at_attach|bad_input_count_mismatch|bad_input_null_buffer|StateRegistry|ReceivedBytes|spare_replaces_killed_rank|member_dies_in_state_transfer|UcxContext|kill_rank1_test_nodes_np4|recovery_watchdog|meeting_watchdog|ViewChange|Faults/ViewChange|NativeFrame|HeartbeatRing|NativeGroup)'
 fi

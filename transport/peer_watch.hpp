@@ -31,6 +31,11 @@ class PeerWatch {
   bool has_exited(int index) const;
   bool available() const { return all_watched_; }
   std::string describe_exit(int index) const;
+  // The pidfds, for a caller that waits in its own poll() (one becomes
+  // readable when its process exits), and the constructor's index of the
+  // process behind the pidfd at `position`.
+  const std::vector<int>& descriptors() const { return fds_; }
+  int index_at(std::size_t position) const { return index_.at(position); }
 
  private:
   void close_all();

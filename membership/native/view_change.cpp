@@ -118,7 +118,9 @@ std::vector<Message> ViewChange::suspect(MemberId member) {
   if (leader == self_) {
     if (mode_ == Mode::Active && promised_.none() && ballots_led_ == 0) lead(out);
   } else {
-    out.push_back(to(leader, MessageKind::Suspect));  // it may not have noticed yet
+    Message tell = to(leader, MessageKind::Suspect);  // it may not have noticed yet
+    tell.value = suspected_;
+    out.push_back(std::move(tell));
   }
   if (mode_ == Mode::Preparing) maybe_finish_phase1(out);
   return out;
@@ -175,7 +177,8 @@ std::vector<Message> ViewChange::receive(const Message& msg) {
   if (decided()) {
     // This view is decided here: a process still deciding it learns the
     // result (a fenced process answers so too until it exits).
-    if (msg.kind == MessageKind::Prepare || msg.kind == MessageKind::Accept) {
+    if (msg.kind == MessageKind::Prepare || msg.kind == MessageKind::Accept ||
+        msg.kind == MessageKind::Suspect) {
       Message c = to(msg.from, MessageKind::Commit);
       c.value = decision_;
       out.push_back(std::move(c));
@@ -187,7 +190,12 @@ std::vector<Message> ViewChange::receive(const Message& msg) {
   highest_round_ = std::max(highest_round_, msg.ballot.round);
   switch (msg.kind) {
     case MessageKind::Suspect:
+      // The sender's suspicions come along: the leader need not wait a
+      // round for an answer from a member that others know to be gone.
+      for (MemberId m : msg.value)
+        if (m != self_ && in_view(m)) insert_sorted(suspected_, m);
       if (mode_ == Mode::Active && promised_.none() && ballots_led_ == 0) lead(out);
+      if (mode_ == Mode::Preparing) maybe_finish_phase1(out);
       break;
     case MessageKind::Prepare: {
       if (msg.ballot > promised_) {
@@ -279,8 +287,11 @@ std::vector<Message> ViewChange::timeout() {
         const MemberId next = lowest_trusted();
         if (next == self_)
           lead(out);
-        else
-          out.push_back(to(next, MessageKind::Suspect));
+        else {
+          Message tell = to(next, MessageKind::Suspect);
+          tell.value = suspected_;
+          out.push_back(std::move(tell));
+        }
       }
       break;
     }

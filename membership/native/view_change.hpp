@@ -36,9 +36,11 @@ struct Message {
   MessageKind kind = MessageKind::Suspect;
   std::uint64_t epoch = 0;  // the view being changed (its successor is decided)
   MemberId from = 0, to = 0;
-  Ballot ballot;                // Prepare, Promise, Accept, Accepted; Nack: the ballot promised instead
-  Ballot accepted;              // Promise: the ballot of the value last accepted (none: none)
-  std::vector<MemberId> value;  // Promise: that value; Accept: the proposal; Commit: the decision
+  Ballot ballot;    // Prepare, Promise, Accept, Accepted; Nack: the ballot promised instead
+  Ballot accepted;  // Promise: the ballot of the value last accepted (none: none)
+  // Promise: that value; Accept: the proposal; Commit: the decision;
+  // Suspect: the members the sender suspects
+  std::vector<MemberId> value;
 };
 
 enum class Mode : std::uint8_t {

@@ -31,8 +31,11 @@ struct Settings {
   double timeout_seconds = 300;         // RINGMEND_TIMEOUT: one collective, 0 = none
   // Membership
   double recovery_timeout_seconds = 120;  // RINGMEND_RECOVERY_TIMEOUT
-  double start_timeout_seconds = 120;     // RINGMEND_START_TIMEOUT: MPI_Init to the first epoch, 0 = none
-  double finalize_timeout_seconds = 10;   // RINGMEND_FINALIZE_TIMEOUT
+  // The native membership (docs/membership.md): a node whose leader sends
+  // no heartbeat for this long is suspected (a node cut or powered off).
+  double heartbeat_timeout_seconds = 1;  // RINGMEND_HEARTBEAT_TIMEOUT
+  double start_timeout_seconds = 120;    // RINGMEND_START_TIMEOUT: MPI_Init to the first epoch, 0 = none
+  double finalize_timeout_seconds = 10;  // RINGMEND_FINALIZE_TIMEOUT
   // MPI_Finalize itself, once every member has agreed that all is done.
   double mpi_finalize_timeout_seconds = 0.5;  // RINGMEND_MPI_FINALIZE_TIMEOUT
   // Spares: the last `spares` processes of the job wait inside the Runtime's
@@ -82,8 +85,8 @@ struct Settings {
 // What a program asks for; see the top of this file.
 struct Options {
   std::optional<std::size_t> chunk_bytes, small_bytes;
-  std::optional<double> timeout_seconds, recovery_timeout_seconds, start_timeout_seconds,
-      finalize_timeout_seconds, mpi_finalize_timeout_seconds;
+  std::optional<double> timeout_seconds, recovery_timeout_seconds, heartbeat_timeout_seconds,
+      start_timeout_seconds, finalize_timeout_seconds, mpi_finalize_timeout_seconds;
   std::optional<std::size_t> spares;
   std::optional<SparePolicy> spare_policy;
   std::optional<bool> shm;

@@ -1,0 +1,303 @@
+#include "membership/native/group.hpp"
+
+#include <poll.h>
+#include <sys/types.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "ringmend/core/log.hpp"
+
+namespace ringmend::membership::native {
+
+namespace {
+
+std::string ids_text(const std::vector<MemberId>& ids) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < ids.size(); ++i) s += (i ? " " : "") + std::to_string(ids[i]);
+  return s + "]";
+}
+
+std::chrono::nanoseconds span(double seconds) {
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
+}
+
+double since(Group::Clock::time_point t) {
+  return std::chrono::duration<double>(Group::Clock::now() - t).count();
+}
+
+// Views kept decided for processes that missed a decision and ask again.
+constexpr std::size_t kDecidedKept = 4;
+// Frames of later views kept until this process gets there.
+constexpr std::size_t kLaterKept = 4096;
+
+}  // namespace
+
+Group::Group(std::unique_ptr<ControlNet> net, std::vector<PeerRecord> view, GroupSettings settings,
+             std::uint64_t epoch)
+    : net_(std::move(net)), settings_(settings), epoch_(epoch) {
+  for (PeerRecord& r : view) {
+    if (r.id != self()) net_->add_peer(r.id, r.address);
+    members_.push_back(r.id);
+    records_[r.id] = std::move(r);
+  }
+  std::sort(members_.begin(), members_.end());
+  watch_view();
+}
+
+int Group::rank() const {
+  return static_cast<int>(std::lower_bound(members_.begin(), members_.end(), self()) - members_.begin());
+}
+
+void Group::watch_view() {
+  const int ballots =
+      std::max(1, static_cast<int>(std::ceil(settings_.recovery_timeout / (3 * settings_.round_timeout))));
+  change_ = std::make_unique<ViewChange>(epoch_, members_, self(), ballots);
+  std::vector<Placement> placement;
+  for (MemberId m : members_) placement.push_back({m, records_.at(m).node});
+  ring_ = HeartbeatRing(placement, self());
+  std::vector<pid_t> pids;
+  mate_ids_.clear();
+  for (MemberId m : ring_.node_mates()) {
+    pids.push_back(records_.at(m).pid);
+    mate_ids_.push_back(m);
+  }
+  mates_ = transport::PeerWatch(pids);
+  const auto now = Clock::now();
+  heard_.clear();
+  for (MemberId w : ring_.watch()) heard_[w] = now;  // a grace of one timeout from here
+  next_heartbeat_ = now;
+  round_armed_ = false;
+  change_noted_ = false;
+  gather_round_ = 0;
+  gathered_.clear();
+}
+
+void Group::suspect(MemberId id, const char* why) {
+  if (departed_.count(id) || !std::binary_search(members_.begin(), members_.end(), id)) return;
+  if (std::binary_search(change_->suspected().begin(), change_->suspected().end(), id)) return;
+  log(LogLevel::Info, "native membership: view " + std::to_string(epoch_) + ": suspects member " +
+                          std::to_string(id) + " (" + why + ")");
+  deliver(change_->suspect(id));
+}
+
+void Group::deliver(std::vector<Message> messages) {
+  std::deque<Message> queue(std::make_move_iterator(messages.begin()),
+                            std::make_move_iterator(messages.end()));
+  while (!queue.empty()) {
+    Message m = std::move(queue.front());
+    queue.pop_front();
+    if (m.to == self()) {
+      for (Message& r : change_->receive(m)) queue.push_back(std::move(r));
+      continue;
+    }
+    send(std::move(m));
+  }
+  note_change();
+}
+
+void Group::send(Message m) {
+  Frame f;
+  f.kind = FrameKind::Protocol;
+  f.epoch = m.epoch;
+  f.from = self();
+  f.protocol = std::move(m);
+  net_->send(f.protocol.to, f);
+}
+
+void Group::note_change() {
+  if (change_noted_ || !change_->changing()) return;
+  change_noted_ = true;
+  change_began_ = Clock::now();
+}
+
+void Group::dispatch(Frame f) {
+  if (heard_.count(f.from)) heard_[f.from] = Clock::now();
+  if (f.kind == FrameKind::Bye) {
+    departed_.insert(f.from);
+    return;
+  }
+  if (f.kind == FrameKind::Heartbeat) return;
+  if (f.epoch > epoch_) {
+    // The sender is in a later view: this process missed a decision. It
+    // takes part in a change of its own view, where a decided process
+    // answers with the decision (the stall rule).
+    if (later_.size() < kLaterKept) later_.push_back(std::move(f));
+    change_->stalled();
+    note_change();
+    return;
+  }
+  if (f.kind == FrameKind::Gather) {
+    if (f.epoch == epoch_) gathered_[f.round][f.from] = std::move(f.payload);
+    return;  // an earlier view's: that collective is over
+  }
+  if (f.kind != FrameKind::Protocol) return;
+  if (f.epoch == epoch_) {
+    // A member waiting for a leader that still talks waits on.
+    if (round_armed_ && change_->mode() == Mode::Active)
+      round_deadline_ = Clock::now() + span(3 * settings_.round_timeout);
+    deliver(change_->receive(f.protocol));
+    return;
+  }
+  for (auto& old : decided_)
+    if (old->epoch() == f.epoch) {
+      // Decided here long ago: tell the asker what.
+      for (Message& m : old->receive(f.protocol)) send(std::move(m));
+    }
+}
+
+void Group::timers(Clock::time_point now) {
+  if (ring_.is_leader() && now >= next_heartbeat_) {
+    Frame hb;
+    hb.kind = FrameKind::Heartbeat;
+    hb.epoch = epoch_;
+    hb.from = self();
+    for (MemberId to : ring_.send_to()) net_->send(to, hb);
+    next_heartbeat_ = now + span(settings_.heartbeat_timeout / 4);
+  }
+  for (auto& [leader, heard] : heard_) {
+    if (now - heard <= span(settings_.heartbeat_timeout) || departed_.count(leader)) continue;
+    heard = now;  // once per timeout
+    for (MemberId m : ring_.node_of(leader)) suspect(m, "its node's leader sent no heartbeat");
+  }
+  if (change_->changing() && !change_->finished()) {
+    // A leader waits one round for answers; a member waits three for its
+    // leader, whose own round began a message later.
+    const auto round = [&] {
+      const bool leading = change_->mode() == Mode::Preparing || change_->mode() == Mode::Accepting;
+      return span((leading ? 1 : 3) * settings_.round_timeout);
+    };
+    if (!round_armed_) {
+      round_armed_ = true;
+      round_deadline_ = now + round();
+    } else if (now >= round_deadline_) {
+      deliver(change_->timeout());
+      round_deadline_ = now + round();
+    }
+  }
+}
+
+int Group::poll_timeout(int timeout_ms, Clock::time_point now) const {
+  auto until = now + std::chrono::milliseconds(timeout_ms);
+  if (ring_.is_leader()) until = std::min(until, next_heartbeat_);
+  for (const auto& [leader, heard] : heard_)
+    until = std::min(until, heard + span(settings_.heartbeat_timeout));
+  if (round_armed_ && !change_->finished()) until = std::min(until, round_deadline_);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count();
+  return static_cast<int>(std::clamp<std::int64_t>(ms + 1, 0, timeout_ms));
+}
+
+void Group::progress(int timeout_ms) {
+  std::vector<pollfd> fds;
+  net_->pollfds(fds);
+  const std::size_t first_pidfd = fds.size();
+  for (int fd : mates_.descriptors()) fds.push_back({fd, POLLIN, 0});
+  ::poll(fds.data(), fds.size(), poll_timeout(timeout_ms, Clock::now()));
+  ControlNet::Events events;
+  net_->handle(fds, events);
+  // Frames first: a peer that leaves normally says Bye before it closes
+  // its connections and exits.
+  for (Frame& f : events.frames) dispatch(std::move(f));
+  for (MemberId id : events.lost) suspect(id, "its connection closed");
+  for (std::size_t i = first_pidfd; i < fds.size(); ++i)
+    if (fds[i].revents)
+      suspect(mate_ids_.at(static_cast<std::size_t>(mates_.index_at(i - first_pidfd))), "its process exited");
+  timers(Clock::now());
+}
+
+Group::Change Group::recover() {
+  change_->stalled();  // the caller saw a collective stall, or the change began: take part
+  note_change();
+  const auto deadline = change_began_ + span(settings_.recovery_timeout);
+  while (!change_->finished()) {
+    if (Clock::now() > deadline) break;
+    progress(10);
+  }
+  if (change_->mode() == Mode::Fenced) {
+    const std::string why = "member " + std::to_string(self()) + " was left out of view " +
+                            std::to_string(epoch_ + 1) + " " + ids_text(change_->next_view()) +
+                            " (the others declared it failed): it must leave the job";
+    const auto grace = Clock::now() + span(settings_.fenced_grace);
+    while (Clock::now() < grace) progress(10);  // it may be the only one left that knows
+    throw MembershipError(MembershipError::Kind::Fenced, why);
+  }
+  if (!change_->decided())
+    throw MembershipError(MembershipError::Kind::GaveUp, "no new view of " + ids_text(members_) + " within " +
+                                                             seconds_text(settings_.recovery_timeout) + ": " +
+                                                             change_->describe());
+  Change change;
+  change.epoch = epoch_ + 1;
+  for (MemberId m : members_)
+    if (!std::binary_search(change_->next_view().begin(), change_->next_view().end(), m))
+      change.lost.push_back(m);
+  change.seconds = since(change_began_);
+  install(change_->next_view());
+  return change;
+}
+
+void Group::install(const std::vector<MemberId>& next) {
+  for (MemberId m : members_)
+    if (!std::binary_search(next.begin(), next.end(), m)) net_->forget(m);
+  for (MemberId m : next)
+    if (!records_.count(m))
+      throw MembershipError(MembershipError::Kind::GaveUp,
+                            "view " + std::to_string(epoch_ + 1) + " names member " + std::to_string(m) +
+                                ", unknown here (a joiner without its record)");
+  log(LogLevel::Info, "native membership: view " + std::to_string(epoch_ + 1) + " " + ids_text(next) +
+                          " installed after " + seconds_text(since(change_began_)));
+  decided_.push_back(std::move(change_));
+  if (decided_.size() > kDecidedKept) decided_.pop_front();
+  ++epoch_;
+  members_ = next;
+  watch_view();
+  std::vector<Frame> later;
+  later.swap(later_);
+  for (Frame& f : later) {
+    if (f.epoch == epoch_) {
+      dispatch(std::move(f));
+    } else if (f.epoch > epoch_) {
+      later_.push_back(std::move(f));
+      change_->stalled();
+      note_change();
+    }
+  }
+}
+
+std::optional<std::vector<std::string>> Group::allgather(const std::string& mine, double timeout_seconds) {
+  if (change_->changing()) return std::nullopt;  // a member that promised never contributes again
+  const std::uint64_t round = gather_round_++;
+  Frame f;
+  f.kind = FrameKind::Gather;
+  f.epoch = epoch_;
+  f.from = self();
+  f.round = round;
+  f.payload = mine;
+  for (MemberId m : members_)
+    if (m != self()) net_->send(m, f);
+  gathered_[round][self()] = mine;
+  const auto deadline = Clock::now() + span(timeout_seconds);
+  for (;;) {
+    auto& got = gathered_[round];
+    if (got.size() == members_.size()) {
+      std::vector<std::string> all;
+      for (MemberId m : members_) all.push_back(std::move(got.at(m)));
+      gathered_.erase(round);
+      return all;
+    }
+    if (change_->changing()) return std::nullopt;
+    if (Clock::now() > deadline) {
+      log(LogLevel::Warn, "native membership: view " + std::to_string(epoch_) + ": an all-gather waited " +
+                              seconds_text(timeout_seconds) + " for " +
+                              std::to_string(members_.size() - got.size()) + " member(s): stalled");
+      change_->stalled();
+      note_change();
+      return std::nullopt;
+    }
+    progress(50);
+  }
+}
+
+void Group::leave() { net_->close_gracefully(epoch_, 1000); }
+
+}  // namespace ringmend::membership::native

@@ -1,0 +1,141 @@
+// A group of processes under the native membership protocol
+// (docs/membership.md): the failure detector, the view changes and an
+// all-gather of the current view, over the control network. It needs
+// neither MPI nor its runtime: a job started by plain `srun` uses it.
+//
+// The event loop is the caller's: progress() turns it once, and every wait
+// of this class (allgather, recover) turns it until done, bounded. Between
+// calls nothing happens, so a process that computes for long must call
+// progress() (a runtime does it from its progress thread): a node leader
+// that sends no heartbeat for the heartbeat timeout is suspected.
+//
+//   while (true) {
+//     auto all = group.allgather(mine, timeout);   // nothing: the view changes
+//     if (all) break;
+//     group.recover();                              // the next view, or an error
+//   }
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "membership/native/control_net.hpp"
+#include "membership/native/heartbeat_ring.hpp"
+#include "membership/native/view_change.hpp"
+#include "transport/peer_watch.hpp"
+
+namespace ringmend::membership::native {
+
+// What a process tells the others about itself at start-up.
+struct PeerRecord {
+  MemberId id = 0;
+  std::string address;  // its control network's "IP:PORT"
+  std::string node;     // its node's name
+  int pid = 0;          // watched by pidfd from its node
+};
+
+struct GroupSettings {
+  double heartbeat_timeout = 1.0;  // RINGMEND_HEARTBEAT_TIMEOUT
+  // How long a view change's leader waits for answers before it suspects
+  // the silent; a member waiting for a leader waits three times as long.
+  double round_timeout = 0.2;
+  double recovery_timeout = 120;  // RINGMEND_RECOVERY_TIMEOUT: a view change, at most
+  // How long a fenced process keeps answering (it may be the only one that
+  // knows the decision) before it leaves.
+  double fenced_grace = 0.5;
+};
+
+// Why a process must leave the job.
+class MembershipError : public std::runtime_error {
+ public:
+  enum class Kind { Fenced, GaveUp };
+  MembershipError(Kind kind, const std::string& what) : std::runtime_error(what), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+class Group {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `view`: every process of view `epoch` (itself included), each with the
+  // address its `net` reaches it at.
+  Group(std::unique_ptr<ControlNet> net, std::vector<PeerRecord> view, GroupSettings settings,
+        std::uint64_t epoch = 0);
+
+  std::uint64_t epoch() const { return epoch_; }
+  const std::vector<MemberId>& members() const { return members_; }  // sorted
+  MemberId self() const { return net_->self(); }
+  // This process's index in members().
+  int rank() const;
+
+  // One turn of the event loop: waits at most `timeout_ms` for the network,
+  // a watched process or a timer, and handles what came.
+  void progress(int timeout_ms);
+  // A change of the view has begun here: no collective of this view may
+  // complete at this process any more.
+  bool changing() const { return change_->changing(); }
+
+  struct Change {
+    std::uint64_t epoch = 0;
+    std::vector<MemberId> lost;
+    double seconds = 0;  // from the first suspicion (or the call) to the new view
+  };
+  // Takes part in the view change until the next view is installed.
+  // Throws MembershipError when this process is left out (Fenced, after
+  // the grace period) or no view was decided within the recovery timeout.
+  Change recover();
+
+  // Every member's `mine`, in members() order, once all arrived; nothing
+  // when the view begins to change meanwhile (or `timeout_seconds` pass:
+  // the call then counts as stalled and a view change follows).
+  std::optional<std::vector<std::string>> allgather(const std::string& mine, double timeout_seconds);
+
+  // Leaves the job normally: the peers are told (Bye), so that the closed
+  // connections are not taken for a failure.
+  void leave();
+
+  std::string describe() const { return change_->describe(); }
+
+ private:
+  void install(const std::vector<MemberId>& next);
+  void watch_view();
+  void suspect(MemberId id, const char* why);
+  void deliver(std::vector<Message> messages);
+  void send(Message message);  // to another process
+  // Marks when the change of this view began (the first input that began it).
+  void note_change();
+  void dispatch(Frame frame);
+  void timers(Clock::time_point now);
+  int poll_timeout(int timeout_ms, Clock::time_point now) const;
+
+  std::unique_ptr<ControlNet> net_;
+  GroupSettings settings_;
+  std::map<MemberId, PeerRecord> records_;
+  std::uint64_t epoch_;
+  std::vector<MemberId> members_;
+  std::unique_ptr<ViewChange> change_;
+  std::deque<std::unique_ptr<ViewChange>> decided_;  // the last few views' changes, for late askers
+  HeartbeatRing ring_;
+  transport::PeerWatch mates_;
+  std::vector<MemberId> mate_ids_;  // by PeerWatch index
+  std::set<MemberId> departed_;     // said Bye
+  std::map<MemberId, Clock::time_point> heard_;
+  Clock::time_point next_heartbeat_{}, round_deadline_{}, change_began_{};
+  bool round_armed_ = false, change_noted_ = false;
+  std::uint64_t gather_round_ = 0;
+  std::map<std::uint64_t, std::map<MemberId, std::string>> gathered_;  // this view's, by round
+  std::vector<Frame> later_;  // frames of views not installed here yet
+};
+
+}  // namespace ringmend::membership::native
