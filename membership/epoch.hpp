@@ -10,16 +10,16 @@
 #include <vector>
 
 #include "coll/algorithm.hpp"
+#include "membership/control.hpp"
 #include "membership/member.hpp"
 #include "topo/plan.hpp"
 #include "transport/fabric.hpp"
-#include "ulfm/ulfm.hpp"
 
 namespace ringmend::membership {
 
 struct Epoch {
   std::uint64_t number = 0;       // 0 for the first, +1 per change
-  ulfm::CommHandle ctrl;          // the members' control communicator (MPI, ULFM)
+  std::unique_ptr<Control> ctrl;  // the members' control group (ULFM or native)
   int rank = 0, size = 0;         // this process in ctrl
   std::vector<MemberId> members;  // member id of every rank
   // The members in the order of the ranks the application sees. Usually
@@ -34,7 +34,9 @@ struct Epoch {
   topo::Plan plan;
   coll::Layout layout;  // the plan, as the algorithms see it
   std::unique_ptr<transport::Fabric> fabric;
-  std::unique_ptr<ulfm::FailureMonitor> monitor;
+  // Whether a member failed or the group was revoked (the data path's
+  // check; false until the build arms the watch).
+  bool failure_noticed() const { return ctrl && ctrl->failure_noticed(); }
   bool oversubscribed = false;  // more ranks on this machine than CPUs to run them
   bool ready = false;           // every step done and agreed by every member
 
@@ -85,7 +87,7 @@ struct Epoch {
   }
   // Stops using the channels after a failure (they stay open; see Fabric::retire).
   void retire() {
-    monitor.reset();
+    if (ctrl) ctrl->unwatch();
     if (fabric) fabric->retire();
   }
 };

@@ -13,7 +13,6 @@
 #include <unordered_map>
 
 #include "coll/selector.hpp"
-#include "membership/address_exchange.hpp"
 #include "ringmend/core/error.hpp"
 #include "ringmend/core/log.hpp"
 
@@ -54,9 +53,9 @@ const char* name_of(BuildStep step) {
   return "?";
 }
 
-EpochBuilder::EpochBuilder(const Settings& settings, transport::UcxContext& ucx, MPI_Comm parent,
-                           const topo::Location& where)
-    : settings_(settings), ucx_(ucx), parent_(parent), where_(where) {}
+EpochBuilder::EpochBuilder(const Settings& settings, transport::UcxContext& ucx, int world_rank,
+                           int world_size, const topo::Location& where)
+    : settings_(settings), ucx_(ucx), world_rank_(world_rank), world_size_(world_size), where_(where) {}
 
 void EpochBuilder::step_done(BuildStep step, const Epoch& e) {
   const double t = now_seconds();
@@ -76,30 +75,17 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   const bool start = std::holds_alternative<Start>(transition);
   const std::vector<MemberId>* lost = nullptr;
   if (auto* first = std::get_if<Start>(&transition)) {
-    if (first->members) {
-      e->ctrl = std::move(first->members);
-    } else if (first->fault_tolerant) {
-      int rc = MPI_SUCCESS;
-      ulfm::ShrinkOutcome live = ulfm::shrink(parent_, rc);
-      if (rc != MPI_SUCCESS)
-        throw Error(Errc::Internal, "MPIX_Comm_shrink of the world failed: " + ulfm::error_string(rc));
-      e->ctrl = std::move(live.comm);
-    } else {
-      MPI_Comm dup = MPI_COMM_NULL;
-      if (int rc = MPI_Comm_dup(parent_, &dup); rc != MPI_SUCCESS)
-        throw Error(Errc::Internal, "MPI_Comm_dup failed: " + ulfm::error_string(rc));
-      e->ctrl = ulfm::CommHandle(dup);
-    }
+    e->ctrl = std::move(first->members);
   } else if (auto* shrink = std::get_if<Shrink>(&transition)) {
     e->ctrl = std::move(shrink->survivors);
     lost = &shrink->lost;
   } else {
     e->ctrl = std::move(std::get<Grow>(transition).grown);
   }
-  MPI_Comm comm = e->ctrl.get();
-  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(comm, &e->rank);
-  MPI_Comm_size(comm, &e->size);
+  if (!e->ctrl) throw std::logic_error("epoch builder: a transition without its control group");
+  Control& ctrl = *e->ctrl;
+  e->rank = ctrl.rank();
+  e->size = ctrl.size();
 
   auto* grow = std::get_if<Grow>(&transition);
   bool ok = exchange(*e, from, mine, start, grow != nullptr, grow && grow->spare, lost,
@@ -122,7 +108,7 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
     // Without its shared memory this rank cannot serve the work, and its
     // peers in it would wait for it: it fails the build (see no_shm_).
     ok = shm_error.empty();
-    e->monitor = std::make_unique<ulfm::FailureMonitor>(comm);
+    ctrl.watch();
     try {
       if (ok) took_part = before_agreement(*e);
     } catch (const transport::Interrupted&) {
@@ -133,21 +119,21 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
       ok = false;
     }
   }
-  if (!ok) ulfm::revoke(comm);  // make sure nobody waits for this rank
+  if (!ok) ctrl.revoke();  // make sure nobody waits for this rank
   // Agreement makes the outcome uniform: either every member goes on with
   // this epoch, or every member builds again. Bit 1: this rank is ready;
   // bit 2: it has the shared memory its plan asked for.
   int flag = (ok ? 1 : 0) | (want_shm && shm_error.empty() ? 2 : 0);
-  int rc = !took_part && e->oversubscribed ? ulfm::agree_sleeping(comm, flag) : ulfm::agree(comm, flag);
+  bool agreed = ctrl.agree(flag, !took_part && e->oversubscribed);
   if (e->fabric) e->fabric->unlink_names();  // every local rank has attached, or given up
-  if (before_agreement && rc == MPI_SUCCESS && want_shm && !(flag & 2)) {
+  if (before_agreement && agreed && want_shm && !(flag & 2)) {
     no_shm_ = true;
     if (!shm_error.empty() || e->rank == 0)
       log(LogLevel::Warn, "shared memory unavailable (" +
                               (shm_error.empty() ? std::string("on another node") : shm_error) +
                               "); the next membership uses UCX inside nodes too");
   }
-  if (rc == MPI_SUCCESS && (flag & 1) && want_shm && !(flag & 2)) {
+  if (agreed && (flag & 1) && want_shm && !(flag & 2)) {
     // Some node could not open its shared memory: the same members, flat.
     if (!shm_error.empty() || e->rank == 0)
       log(LogLevel::Warn, "shared memory unavailable (" +
@@ -156,14 +142,14 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
     e->fabric.reset();
     plan(*e, false);
     ok = connect(*e, nullptr, shm_error);
-    if (!ok) ulfm::revoke(comm);
+    if (!ok) ctrl.revoke();
     flag = ok ? 1 : 0;
-    rc = ulfm::agree(comm, flag);
+    agreed = ctrl.agree(flag);
   }
   step_done(BuildStep::Agreement, *e);
-  e->ready = rc == MPI_SUCCESS && (flag & 1);
+  e->ready = agreed && (flag & 1);
   if (!e->ready) return e;
-  if (!e->monitor) e->monitor = std::make_unique<ulfm::FailureMonitor>(comm);
+  ctrl.watch();
   if (settings_.debug_topo && e->rank == 0) {
     std::vector<topo::Location> where;
     for (const auto& i : e->infos) where.push_back(i.where);
@@ -193,11 +179,10 @@ int node_key_after_shrink(const Epoch& from, const std::vector<MemberId>& lost, 
   return -1;
 }
 
-// Ranks sharing a node, from MPI (not from host names, which two "nodes" of
-// one machine may share). MPI_Comm_split_type makes a communicator, which
-// costs collectives on a context id among all ranks: only a first epoch and
-// a Grow pay it, and neither when the processes know their node's host
-// (a job with spares: SparePool::host).
+// Ranks sharing a node, from the backend (for MPI: not from host names,
+// which two "nodes" of one machine may share; it costs collectives among
+// all ranks, so only a first epoch and a Grow pay it, and neither when the
+// processes know their node's host: a job with spares, SparePool::host).
 // `ranks_per_node` > 0 (a test setting): groups of that many ranks instead.
 bool node_key_from_ranks(Epoch& e, MemberInfo& mine, std::size_t ranks_per_node) {
   if (ranks_per_node > 0) {
@@ -205,25 +190,16 @@ bool node_key_from_ranks(Epoch& e, MemberInfo& mine, std::size_t ranks_per_node)
     mine.node_key = e.rank / k * k;
     return true;
   }
-  MPI_Comm comm = e.ctrl.get();
-  MPI_Comm node = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, e.rank, MPI_INFO_NULL, &node) != MPI_SUCCESS)
-    return false;
-  ulfm::CommHandle node_comm(node);
-  ulfm::GroupHandle node_group, group;
-  MPI_Comm_group(node, node_group.out());
-  MPI_Comm_group(comm, group.out());
-  int first = 0;
-  MPI_Group_translate_ranks(node_group.get(), 1, &first, group.get(), &mine.node_key);
+  const std::optional<int> key = e.ctrl->node_key();
+  if (!key) return false;
+  mine.node_key = *key;
   return true;
 }
 
 }  // namespace
 
 MemberInfo EpochBuilder::identify(const Epoch* from, MemberInfo mine, bool joining, bool spare) const {
-  int world_rank = 0, world_size = 0;
-  MPI_Comm_rank(parent_, &world_rank);
-  MPI_Comm_size(parent_, &world_size);
+  const int world_rank = world_rank_, world_size = world_size_;
   // Without a previous epoch, a process is a first member (its Start, or the
   // shrink after a Start that failed) unless it joins.
   mine.id = from ? from->my_id() : joining && !spare ? kNoMember : world_rank;
@@ -261,9 +237,7 @@ bool EpochBuilder::exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool s
       return false;
     }
     e.infos.assign(static_cast<std::size_t>(e.size), MemberInfo{});
-    if (MPI_Allgather(&mine, sizeof mine, MPI_BYTE, e.infos.data(), sizeof mine, MPI_BYTE, e.ctrl.get()) !=
-        MPI_SUCCESS)
-      return false;
+    if (!e.ctrl->allgather(&mine, sizeof mine, e.infos.data())) return false;
   }
   if (!(from && lost) && host_ >= 0) {
     // The node key from the hosts: the first rank on the same node (one
@@ -367,7 +341,6 @@ std::vector<int> previous_local_ranks(const Epoch& e, const std::vector<int>& lo
 }  // namespace
 
 bool EpochBuilder::connect(Epoch& e, const Epoch* shrunk_from, std::string& shm_error) {
-  MPI_Comm comm = e.ctrl.get();
   transport::FabricSpec spec;
   spec.rank = e.rank;
   spec.size = e.size;
@@ -404,8 +377,7 @@ bool EpochBuilder::connect(Epoch& e, const Epoch* shrunk_from, std::string& shm_
   // built again without shared memory if any rank lacks it.
   const std::vector<int>& remote = e.fabric->remote_peers();
   std::vector<std::vector<std::byte>> addresses;
-  if (!remote.empty() && !exchange_addresses(comm, remote, e.fabric->local_address(), addresses))
-    return false;
+  if (!e.ctrl->exchange(remote, e.fabric->local_address(), addresses)) return false;
   if (!shm_error.empty()) return true;  // connected to nobody: the agreement sends everyone round again
   e.fabric->connect(addresses);
   return true;

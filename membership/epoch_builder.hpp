@@ -19,8 +19,6 @@
 // ready; the caller shrinks its control communicator and builds again.
 #pragma once
 
-#include <mpi.h>
-
 #include <functional>
 #include <memory>
 #include <string>
@@ -34,35 +32,31 @@
 
 namespace ringmend::membership {
 
-// The first epoch: every live process of the builder's parent communicator,
-// each with its rank there as member id. With fault tolerance, the parent is
-// shrunk rather than duplicated: MPI_Comm_dup fails (on some ranks only) when
-// a process died during MPI_Init, a shrink gives every survivor the same
-// communicator of the live ones.
-// With spares, the spare pool has already split the first members off the
-// world's live processes: `members` is their communicator, used as is.
+// The first epoch: the members' control group, made by the caller with
+// the backend of the job (UlfmControl::first_members: the live processes of
+// MPI_COMM_WORLD; the spare pool's first members; the native membership's
+// first view).
 struct Start {
-  bool fault_tolerant = false;
-  ulfm::CommHandle members;
+  std::unique_ptr<Control> members;
 };
 // The survivors of a failure (or the members that stay after a release):
 // `lost` names every member of the previous epoch that is gone (over all
-// the attempts since it), `survivors` is the others' communicator, in the
-// previous epoch's order (ulfm::revoke_and_shrink makes it). Their placement
-// is known from the previous epoch: a Shrink creates no communicator of its
+// the attempts since it), `survivors` is the others' control group, in the
+// previous epoch's order (Control::shrink makes it). Their placement is
+// known from the previous epoch: a Shrink creates no communicator of its
 // own.
 struct Shrink {
   std::vector<MemberId> lost;
-  ulfm::CommHandle survivors;
+  std::unique_ptr<Control> survivors;
 };
-// The members of `from` and `joiners` new processes, on one communicator
+// The members of `from` and `joiners` new processes, in one control group
 // `grown` (made by whatever admitted them: spares, a spawn, a connect). The
 // joiners call build() with no previous epoch. A pre-launched spare keeps
 // its world rank as member id (no member has it: the job's processes are
 // numbered alike); any other joiner gets a new id.
 struct Grow {
   int joiners = 0;
-  ulfm::CommHandle grown;
+  std::unique_ptr<Control> grown;
   bool spare = false;  // set by a joiner that is one of the world's spares
   // The rank the application sees of each rank of `grown` (ascending when
   // empty or when `grown` is in that order already).
@@ -84,9 +78,10 @@ std::string segment_prefix(int pid);
 
 class EpochBuilder {
  public:
-  // `parent` is the communicator of Start (MPI_COMM_WORLD); `where` this
-  // process's placement, read once.
-  EpochBuilder(const Settings& settings, transport::UcxContext& ucx, MPI_Comm parent,
+  // `world_rank` and `world_size`: this process's number in the job and the
+  // job's processes at launch (the first members' ids, and the first id of
+  // a joiner); `where` this process's placement, read once.
+  EpochBuilder(const Settings& settings, transport::UcxContext& ucx, int world_rank, int world_size,
                const topo::Location& where);
 
   // Called after each step, on every member (fault injection, timing).
@@ -143,7 +138,7 @@ class EpochBuilder {
 
   const Settings& settings_;
   transport::UcxContext& ucx_;
-  MPI_Comm parent_;
+  int world_rank_ = 0, world_size_ = 0;
   topo::Location where_;
   std::string laps_;
   double lap_start_ = 0;

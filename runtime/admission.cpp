@@ -64,8 +64,9 @@ struct Communicator::Impl::TransferWait final : transport::WaitContext {
   TransferWait(Impl& impl, const membership::Epoch& e, bool crowded)
       : impl_(impl), e_(e), crowded_(crowded) {}
   void check() override {
-    if (e_.monitor && e_.monitor->failure_noticed())
-      throw transport::Interrupted("MPI reported a failed process or a revoked communicator");
+    if (e_.failure_noticed())
+      throw transport::Interrupted(std::string(e_.ctrl->backend()) +
+                                   " reported a failed process or a revoked group");
     impl_.check_deadline();
   }
   void on_phase(transport::Phase phase, int step) override { impl_.fault_at(phase, step, e_.number); }
@@ -176,7 +177,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
     // agreed), and revoke it: a member waiting in them learns of the
     // recovery from the revoke, and the spares from the pool's (the round).
     epoch_->retire();
-    ulfm::revoke(epoch_->ctrl.get());
+    epoch_->ctrl->revoke();
     membership::PoolEntry entry = member_entry(mine.seq);
     // A joiner resumes inside this collective: not one that errs, that some
     // member has finished or that the application did not make itself.
@@ -295,16 +296,17 @@ bool Communicator::Impl::build_grown(membership::RoundOutcome& round, std::uint6
   membership::EpochBuilder::BeforeAgreement send_state;
   if (round.joiners > 0)
     send_state = [&](const membership::Epoch& e) { return transfer_state(e, joiner_next_seq); };
-  auto next = builder_.build(joiner ? nullptr : epoch_.get(),
-                             membership::Grow{round.joiners, std::move(round.grown), joiner,
-                                              std::move(round.positions), std::move(round.infos)},
-                             mine, send_state);
+  auto next = builder_.build(
+      joiner ? nullptr : epoch_.get(),
+      membership::Grow{round.joiners, std::make_unique<membership::UlfmControl>(std::move(round.grown)),
+                       joiner, std::move(round.positions), std::move(round.infos)},
+      mine, send_state);
   if (!next->ready) {
     // Revoked, whatever made it fail: a failure that no step here saw (a
     // process that died before the agreement, with no traffic to it) fails
     // the agreement alone, and when the pool was lent to this epoch the
     // spares that go back to waiting learn of the next round from this.
-    ulfm::revoke(next->ctrl.get());
+    next->ctrl->revoke();
     next->retire();
     retired_.push_back(std::move(next));
     return false;

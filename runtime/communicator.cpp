@@ -52,19 +52,35 @@ struct LocalInputError {
 
 }  // namespace
 
+namespace {
+
+int rank_in(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+int size_of(MPI_Comm comm) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  return size;
+}
+
+}  // namespace
+
 Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transport::UcxContext& ucx,
-                         MPI_Comm parent, const topo::Location& where, int outcome_fd)
+                         MPI_Comm parent, const topo::Location& where, int outcome_fd,
+                         std::unique_ptr<membership::Control> native)
     : settings_(settings),
       outcome_fd_(outcome_fd),
       pipeline_tuner_(settings_.shm_buffer_bytes, {settings_.shm_chunk_bytes, settings_.shm_depth},
                       settings_.shm_tune),
       fault_tolerant_(fault_tolerant),
       ucx_(ucx),
-      builder_(settings_, ucx, parent, where) {
+      builder_(settings_, ucx, rank_in(parent), size_of(parent), where) {
   pipeline_tuner_.on_decision = [this](const std::string& line) { log(line); };
   // The members started with the job have their world rank as member id.
-  int world_rank = 0;
-  MPI_Comm_rank(parent, &world_rank);
+  const int world_rank = rank_in(parent);
   faults_ = FaultInjector(parse_fault_spec(settings_.fault_spec), world_rank, settings_.fault_record);
   builder_.after_step = [this](membership::BuildStep step, const membership::Epoch& e) {
     if (!faults_.armed()) return;
@@ -76,12 +92,16 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
   };
   membership::MemberInfo mine;
   mine.seq = 1;
-  int world_size = 0;
-  MPI_Comm_size(parent, &world_size);
+  const int world_size = size_of(parent);
   const int spares = static_cast<int>(settings_.spares);
   target_size_ = world_size - spares;
-  membership::Start start{fault_tolerant_, {}};
+  membership::Start start{std::move(native)};
   if (spares > 0) {
+    if (start.members)
+      throw Error(Errc::FaultToleranceUnavailable,
+                  "spares (" + std::to_string(spares) +
+                      ") are not available yet with the native membership (a job launched by srun): launch "
+                      "with ringmend-run for spares");
     if (!fault_tolerant_)
       throw Error(Errc::FaultToleranceUnavailable,
                   "spares (" + std::to_string(spares) +
@@ -91,10 +111,13 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
       throw Error(Errc::InvalidArgument, std::to_string(spares) +
                                              " spares (RINGMEND_SPARES) leave no member: the job has " +
                                              std::to_string(world_size) + " processes");
-    pool_ = std::make_unique<membership::SparePool>(parent, spares, start.members);
+    ulfm::CommHandle members;
+    pool_ = std::make_unique<membership::SparePool>(parent, spares, members);
     builder_.set_host(pool_->host());
     if (pool_->is_spare()) return;  // the Runtime calls serve_as_spare()
+    start.members = std::make_unique<membership::UlfmControl>(std::move(members));
   }
+  if (!start.members) start.members = membership::UlfmControl::first_members(parent, fault_tolerant_);
   auto first = builder_.build(nullptr, std::move(start), mine);
   // The first members have their world ranks as ids, the spares the last.
   const auto note_lost_at_start = [this] {
@@ -116,7 +139,7 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
   // A rank died while the first epoch was built: the same path as a
   // failure in a collective, from the members of that first attempt (the
   // live processes of the world when it began).
-  attempt_members_ = ulfm::ranks_in(first->ctrl.get(), parent);
+  attempt_members_ = first->ctrl->world_ranks();
   attempt_ = std::move(first);
   announce(recover(mine, "a failure during start-up").change);
   note_lost_at_start();
@@ -142,8 +165,9 @@ std::vector<std::byte>& Communicator::Impl::scratch_for(std::uint64_t call_seq, 
 // ---------------------------------------------------------------- waiting
 
 void Communicator::Impl::check() {
-  if (epoch_->monitor && epoch_->monitor->failure_noticed())
-    throw transport::Interrupted("MPI reported a failed process or a revoked communicator");
+  if (epoch_->failure_noticed())
+    throw transport::Interrupted(std::string(epoch_->ctrl->backend()) +
+                                 " reported a failed process or a revoked group");
   check_deadline();
 }
 
@@ -603,7 +627,7 @@ void Communicator::Impl::log_failure_noticed(const membership::MemberInfo& mine,
                                              const std::string& cause) const {
   if (!log_enabled(LogLevel::Debug) || !epoch_) return;
   std::string failed;
-  for (int r : ulfm::known_failed(epoch_->ctrl.get())) failed += " " + std::to_string(r);
+  for (int r : epoch_->ctrl->known_failed()) failed += " " + std::to_string(r);
   log("failure noticed in collective #" + std::to_string(mine.seq) + " (" + cause +
       "): recovering; ranks MPI already reports failed:" + (failed.empty() ? " none" : failed));
 }
@@ -624,16 +648,17 @@ bool Communicator::Impl::recovers_through_pool() const {
 // ctrl for the pool's communicator, and the meeting ends when it is
 // revoked.
 bool Communicator::Impl::meet() {
-  MPI_Comm ctrl = epoch_->ctrl.get();
   bool all_came = false;
   if (recovers_through_pool()) {
+    // The pool is ULFM's: so is the epoch.
+    MPI_Comm ctrl = membership::mpi_comm_of(*epoch_->ctrl);
     bool success = false;
     all_came = ulfm::agree_while(
                    ctrl, [ctrl] { return ulfm::is_revoked(ctrl); }, success) &&
                success;
   } else {
     int flag = 1;
-    all_came = ulfm::agree_sleeping(ctrl, flag) == MPI_SUCCESS && flag == 1;
+    all_came = epoch_->ctrl->agree(flag, true) && flag == 1;
   }
   // A meeting that every member passed is closed on all of them alike; the
   // epoch may go on (a grow with no spare to admit, say) and hold another
@@ -649,11 +674,10 @@ bool Communicator::Impl::meet() {
 void Communicator::Impl::meet_recovering() {
   if (!fault_tolerant_ || met_epoch_ == epoch_->number) return;
   met_epoch_ = epoch_->number;
-  MPI_Comm ctrl = epoch_->ctrl.get();
   // The members still working in this epoch stop and come to its recovery.
-  ulfm::revoke(ctrl);
+  epoch_->ctrl->revoke();
   int flag = 0;
-  (void)ulfm::agree(ctrl, flag);  // its outcome is the meeting's; this member recovers anyway
+  (void)epoch_->ctrl->agree(flag);  // its outcome is the meeting's; this member recovers anyway
 }
 
 Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership::MemberInfo& mine,
@@ -694,19 +718,20 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
     // is agreed (Fabric::retire says why).
     if (epoch_) epoch_->retire();
     if (attempt_) attempt_->retire();
-    MPI_Comm comm = attempt_ ? attempt_->ctrl.get() : epoch_->ctrl.get();
-    int rc = MPI_SUCCESS;
+    membership::Control& ctrl = attempt_ ? *attempt_->ctrl : *epoch_->ctrl;
     const auto shrink_start = Clock::now();
-    ulfm::ShrinkOutcome shrunk = ulfm::revoke_and_shrink(comm, rc);
+    std::string shrink_error;
+    std::optional<membership::Control::Shrunk> shrunk = ctrl.shrink(shrink_error);
     shrink_seconds += seconds_since(shrink_start);
     attempts = attempt + 1;
-    if (rc != MPI_SUCCESS) {
-      log("shrink failed (" + ulfm::error_string(rc) + "), retrying");
+    if (!shrunk) {
+      log("shrink failed (" + shrink_error + "), retrying");
       continue;
     }
     // The lost members, in order of the shrunk communicator's ranks.
     membership::Shrink transition;
-    for (auto it = shrunk.lost_members.rbegin(); it != shrunk.lost_members.rend(); ++it) {
+    std::sort(shrunk->lost.begin(), shrunk->lost.end());
+    for (auto it = shrunk->lost.rbegin(); it != shrunk->lost.rend(); ++it) {
       out.lost.push_back(attempt_members_[static_cast<std::size_t>(*it)]);
       attempt_members_.erase(attempt_members_.begin() + *it);
     }
@@ -715,7 +740,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
       for (membership::MemberId id : epoch_->members)
         if (std::find(attempt_members_.begin(), attempt_members_.end(), id) == attempt_members_.end())
           transition.lost.push_back(id);
-    transition.survivors = std::move(shrunk.comm);
+    transition.survivors = std::move(shrunk->survivors);
     if (faults_.armed()) faults_.at(FaultPhase::Rebuild, current_seq_, attempt, old_epoch);
     const auto rebuild_start = Clock::now();
     auto next = builder_.build(epoch_.get(), std::move(transition), mine);
@@ -769,7 +794,7 @@ void Communicator::Impl::quiesce() {
   if (!fault_tolerant_) {
     // No recovery to serve, but a rank must not close its endpoints while a
     // peer still receives the last collective's data from it.
-    MPI_Barrier(epoch_->ctrl.get());
+    epoch_->ctrl->barrier();
     return;
   }
   for (;;) {

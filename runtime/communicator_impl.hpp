@@ -23,6 +23,7 @@
 #include "membership/epoch.hpp"
 #include "membership/epoch_builder.hpp"
 #include "membership/spare_pool.hpp"
+#include "membership/ulfm_control.hpp"
 #include "ringmend/ringmend.hpp"
 #include "runtime/call_queue.hpp"
 #include "runtime/fault_injection.hpp"
@@ -97,8 +98,11 @@ struct SpareDismissed {
 
 struct Communicator::Impl final : transport::WaitContext {
   // `outcome_fd`: the launcher's pipe (outcome_channel.hpp), or -1.
+  // `native`: the first view of the native membership (a job launched
+  // without mpirun: recoveries are its view changes), or null for MPI's
+  // (ULFM when `fault_tolerant`).
   Impl(const Settings& settings, bool fault_tolerant, transport::UcxContext& ucx, MPI_Comm parent,
-       const topo::Location& where, int outcome_fd);
+       const topo::Location& where, int outcome_fd, std::unique_ptr<membership::Control> native = nullptr);
   ~Impl() override;
 
   CollectiveResult run(const CollectiveCall& call);

@@ -254,11 +254,17 @@ bool Communicator::Impl::decide_nccl() {
     gpu::check_nccl(gpu::NcclLibrary::get().get_unique_id(&x.mine.id), "ncclGetUniqueId");
   x.cards.assign(static_cast<std::size_t>(e.size), GpuCard{});
   MPI_Request req = MPI_REQUEST_NULL;
+  const MPI_Comm ctrl = membership::mpi_comm_of(*e.ctrl);
   try {
-    wait_mpi(req,
-             MPI_Iallgather(&x.mine, sizeof(GpuCard), MPI_BYTE, x.cards.data(), sizeof(GpuCard), MPI_BYTE,
-                            e.ctrl.get(), &req),
-             "the GPU exchange", *this);
+    if (ctrl == MPI_COMM_NULL) {  // the native membership: its all-gather returns at a failure
+      if (!e.ctrl->allgather(&x.mine, sizeof(GpuCard), x.cards.data()))
+        throw transport::Interrupted("the GPU exchange: a member failed");
+    } else {
+      wait_mpi(req,
+               MPI_Iallgather(&x.mine, sizeof(GpuCard), MPI_BYTE, x.cards.data(), sizeof(GpuCard), MPI_BYTE,
+                              ctrl, &req),
+               "the GPU exchange", *this);
+    }
   } catch (...) {
     g.abandoned.push_back(std::move(g.exchange));
     throw;
@@ -315,9 +321,15 @@ bool Communicator::Impl::decide_nccl() {
   // all make a new communicator (from the id of this exchange, unused yet).
   if (settings_.nccl_shrink) {
     g.shrink_ok = !shrinkable || static_cast<bool>(shrunk) ? 1 : 0;
-    MPI_Request agree = MPI_REQUEST_NULL;
-    wait_mpi(agree, MPI_Iallreduce(&g.shrink_ok, &g.shrink_all, 1, MPI_INT, MPI_MIN, e.ctrl.get(), &agree),
-             "the NCCL shrink agreement", *this);
+    if (ctrl == MPI_COMM_NULL) {
+      int all = g.shrink_ok;
+      if (!e.ctrl->agree(all)) throw transport::Interrupted("the NCCL shrink agreement: a member failed");
+      g.shrink_all = all;
+    } else {
+      MPI_Request agree = MPI_REQUEST_NULL;
+      wait_mpi(agree, MPI_Iallreduce(&g.shrink_ok, &g.shrink_all, 1, MPI_INT, MPI_MIN, ctrl, &agree),
+               "the NCCL shrink agreement", *this);
+    }
     if (!g.shrink_all) {
       shrunk.abort_in_background();
       shrinkable = false;

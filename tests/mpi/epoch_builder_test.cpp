@@ -22,6 +22,7 @@
 
 #include "coll/pipeline_tuner.hpp"
 #include "coll/selector.hpp"
+#include "membership/ulfm_control.hpp"
 #include "topo/location.hpp"
 #include "transport/ucx_environment.hpp"
 
@@ -47,7 +48,7 @@ class Wait final : public transport::WaitContext {
  public:
   explicit Wait(Epoch& e) : e_(e) {}
   void check() override {
-    if (e_.monitor && e_.monitor->failure_noticed()) throw transport::Interrupted("failure");
+    if (e_.failure_noticed()) throw transport::Interrupted("failure");
     if (std::chrono::steady_clock::now() > deadline_) fail("a collective did not finish within 30 s");
   }
   void on_phase(transport::Phase, int) override {}
@@ -104,14 +105,15 @@ int main(int argc, char** argv) {
     const Settings settings = Options{}.resolve();
     transport::set_ucx_environment_defaults();
     transport::UcxContext ucx;
-    membership::EpochBuilder builder(settings, ucx, MPI_COMM_WORLD, topo::inspect_self().where);
+    membership::EpochBuilder builder(settings, ucx, world_rank, size, topo::inspect_self().where);
     std::vector<std::string> steps;
     builder.after_step = [&](membership::BuildStep step, const Epoch&) { steps.push_back(name_of(step)); };
     std::uint64_t seq = 0;
     membership::MemberInfo mine;
 
     // Start: ids are the world ranks.
-    auto e0 = builder.build(nullptr, membership::Start{}, mine);
+    auto e0 = builder.build(
+        nullptr, membership::Start{membership::UlfmControl::first_members(MPI_COMM_WORLD, false)}, mine);
     expect(e0->ready, "Start: epoch not ready");
     expect(steps == std::vector<std::string>{"exchange", "plan", "fabric", "agreement"},
            "Start: the steps ran out of order");
@@ -121,10 +123,14 @@ int main(int argc, char** argv) {
 
     // Shrink: member 2 leaves (as a release would; no process dies).
     MPI_Comm survivors = MPI_COMM_NULL;
-    MPI_Comm_split(e0->ctrl.get(), world_rank == 2 ? MPI_UNDEFINED : 0, world_rank, &survivors);
+    MPI_Comm_split(membership::mpi_comm_of(*e0->ctrl), world_rank == 2 ? MPI_UNDEFINED : 0, world_rank,
+                   &survivors);
     std::unique_ptr<Epoch> e1;
     if (world_rank != 2) {
-      e1 = builder.build(e0.get(), membership::Shrink{{2}, ulfm::CommHandle(survivors)}, mine);
+      e1 = builder.build(
+          e0.get(),
+          membership::Shrink{{2}, std::make_unique<membership::UlfmControl>(ulfm::CommHandle(survivors))},
+          mine);
       expect(e1->ready, "Shrink: epoch not ready");
       expect(e1->number == 1 && e1->size == 3, "Shrink: wrong epoch number or size");
       expect(e1->members == std::vector<MemberId>{0, 1, 3}, "Shrink: ids not kept");
@@ -137,7 +143,11 @@ int main(int argc, char** argv) {
     // Grow: world rank 2 comes back as a new process would, with no epoch.
     MPI_Comm grown = MPI_COMM_NULL;
     MPI_Comm_dup(MPI_COMM_WORLD, &grown);
-    auto e2 = builder.build(e1.get(), membership::Grow{1, ulfm::CommHandle(grown), false, {}, {}}, mine);
+    auto e2 = builder.build(
+        e1.get(),
+        membership::Grow{
+            1, std::make_unique<membership::UlfmControl>(ulfm::CommHandle(grown)), false, {}, {}},
+        mine);
     expect(e2->ready, "Grow: epoch not ready");
     expect(e2->number == 2 && e2->size == 4, "Grow: wrong epoch number or size");
     expect(e2->members == std::vector<MemberId>{0, 1, 4, 3}, "Grow: the joiner did not get a new id");
@@ -161,8 +171,11 @@ int main(int argc, char** argv) {
     MPI_Allgather(&identified, sizeof identified, MPI_BYTE, gathered.data(), sizeof identified, MPI_BYTE,
                   regrown);
     steps.clear();
-    auto e3 =
-        builder.build(e2.get(), membership::Grow{0, ulfm::CommHandle(regrown), false, {}, gathered}, mine);
+    auto e3 = builder.build(
+        e2.get(),
+        membership::Grow{
+            0, std::make_unique<membership::UlfmControl>(ulfm::CommHandle(regrown)), false, {}, gathered},
+        mine);
     expect(e3->ready, "Grow with a gathered exchange: epoch not ready");
     expect(steps == std::vector<std::string>{"exchange", "plan", "fabric", "agreement"},
            "Grow with a gathered exchange: the steps ran out of order");
@@ -178,14 +191,18 @@ int main(int argc, char** argv) {
     gathered.pop_back();
     bool refused = false;
     try {
-      builder.build(e3.get(), membership::Grow{0, ulfm::CommHandle(wrong), false, {}, gathered}, mine);
+      builder.build(
+          e3.get(),
+          membership::Grow{
+              0, std::make_unique<membership::UlfmControl>(ulfm::CommHandle(wrong)), false, {}, gathered},
+          mine);
     } catch (const std::logic_error&) {
       refused = true;
     }
     expect(refused, "Grow with a gathered exchange of 3 for 4 ranks was not refused");
 
     // Nobody closes its endpoints while a peer still receives from them.
-    MPI_Barrier(e3->ctrl.get());
+    e3->ctrl->barrier();
     e1.reset();
     e2.reset();
     e3.reset();
