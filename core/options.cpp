@@ -29,6 +29,18 @@ std::ostream& operator<<(std::ostream& out, LogLevel level) { return out << name
 std::ostream& operator<<(std::ostream& out, SparePolicy policy) { return out << name_of(policy); }
 
 const char* name_of(SparePolicy policy) { return policy == SparePolicy::Replace ? "replace" : "shrink"; }
+std::ostream& operator<<(std::ostream& out, MembershipBackend backend) { return out << name_of(backend); }
+const char* name_of(MembershipBackend backend) {
+  switch (backend) {
+    case MembershipBackend::Auto:
+      return "auto";
+    case MembershipBackend::Native:
+      return "native";
+    case MembershipBackend::Mpi:
+      return "mpi";
+  }
+  return "?";
+}
 
 namespace {
 
@@ -133,6 +145,12 @@ SparePolicy parse_spare_policy(const std::string& name, const std::string& value
   bad(name, value, "replace or shrink");
 }
 
+MembershipBackend parse_membership(const std::string& name, const std::string& value) {
+  for (MembershipBackend b : {MembershipBackend::Auto, MembershipBackend::Native, MembershipBackend::Mpi})
+    if (value == name_of(b)) return b;
+  bad(name, value, "auto, native or mpi");
+}
+
 bool parse_bool(const std::string& name, const std::string& value) {
   if (value == "1" || value == "yes" || value == "true" || value == "on") return true;
   if (value == "0" || value == "no" || value == "false" || value == "off" || value.empty()) return false;
@@ -184,6 +202,15 @@ Settings Options::resolve() const {
       s.spare_policy, spare_policy, "spare_policy", "RINGMEND_SPARE_POLICY", parse_spare_policy,
       [](const SparePolicy& p) { return p == SparePolicy::Replace || p == SparePolicy::Shrink; },
       "replace or shrink");
+  const Source<MembershipBackend> backends{read_environment};
+  backends.take(
+      s.membership, membership, "membership", "RINGMEND_MEMBERSHIP", parse_membership,
+      [](const MembershipBackend& b) {
+        return b == MembershipBackend::Auto || b == MembershipBackend::Native || b == MembershipBackend::Mpi;
+      },
+      "auto, native or mpi");
+  texts.take(s.control_interface, control_interface, "control_interface", "RINGMEND_CONTROL_INTERFACE",
+             parse_text, any_text, "a network interface name");
   flags.take(s.shm, shm, "shm", "RINGMEND_SHM", parse_bool, any_bool, "a boolean");
   sizes.take(s.shm_chunk_bytes, shm_chunk_bytes, "shm_chunk_bytes", "RINGMEND_SHM_CHUNK_BYTES", parse_size,
              size_between(4 * KiB, 64 * MiB), "a size between 4K and 64M");

@@ -54,15 +54,19 @@ struct LocalInputError {
 
 namespace {
 
-int rank_in(MPI_Comm comm) {
+// This process's number in the job and the job's size at launch: MPI's
+// world, or the native membership's first view (a job without MPI).
+int world_rank_of(MPI_Comm world, const membership::Control* native) {
+  if (native) return native->world_ranks().at(static_cast<std::size_t>(native->rank()));
   int rank = 0;
-  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_rank(world, &rank);
   return rank;
 }
 
-int size_of(MPI_Comm comm) {
+int world_size_of(MPI_Comm world, const membership::Control* native) {
+  if (native) return native->size();
   int size = 0;
-  MPI_Comm_size(comm, &size);
+  MPI_Comm_size(world, &size);
   return size;
 }
 
@@ -77,10 +81,11 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
                       settings_.shm_tune),
       fault_tolerant_(fault_tolerant),
       ucx_(ucx),
-      builder_(settings_, ucx, rank_in(parent), size_of(parent), where) {
+      builder_(settings_, ucx, world_rank_of(parent, native.get()), world_size_of(parent, native.get()),
+               where) {
   pipeline_tuner_.on_decision = [this](const std::string& line) { log(line); };
   // The members started with the job have their world rank as member id.
-  const int world_rank = rank_in(parent);
+  const int world_rank = world_rank_of(parent, native.get());
   faults_ = FaultInjector(parse_fault_spec(settings_.fault_spec), world_rank, settings_.fault_record);
   builder_.after_step = [this](membership::BuildStep step, const membership::Epoch& e) {
     if (!faults_.armed()) return;
@@ -92,7 +97,7 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
   };
   membership::MemberInfo mine;
   mine.seq = 1;
-  const int world_size = size_of(parent);
+  const int world_size = world_size_of(parent, native.get());
   const int spares = static_cast<int>(settings_.spares);
   target_size_ = world_size - spares;
   membership::Start start{std::move(native)};

@@ -117,11 +117,11 @@ CollectiveResult Communicator::Impl::release(std::span<const int> ranks, const s
                                              std::string bad) {
   // Releasing needs the pool's rounds, which need ULFM; every member has the
   // same launch, so every member throws here alike.
-  if (!fault_tolerant_)
+  if (!fault_tolerant_ || membership::mpi_comm_of(*epoch_->ctrl) == MPI_COMM_NULL)
     throw Error(Errc::FaultToleranceUnavailable,
                 what +
-                    ": releasing members needs fault tolerance (ringmend-run, or mpirun with ringmend's FT "
-                    "arguments, and an MPI with ULFM)");
+                    ": releasing members needs ULFM (ringmend-run, or mpirun with ringmend's FT "
+                    "arguments, and an MPI with ULFM); the native membership (srun) cannot release yet");
   std::vector<int> ids;
   for (int r : ranks) {
     if (!bad.empty()) break;

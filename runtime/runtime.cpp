@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "membership/epoch_builder.hpp"
+#include "membership/native/bootstrap.hpp"
+#include "membership/native/native_control.hpp"
 #include "ringmend/core/outcome.hpp"
 #include "runtime/communicator_impl.hpp"
 #include "runtime/outcome_channel.hpp"
@@ -28,6 +30,9 @@ struct Runtime::Impl {
   bool fault_tolerant = false;
   std::string ft_status;
   std::unique_ptr<transport::UcxContext> ucx;
+  // The native membership, when it runs the recoveries (a job started by
+  // srun); null under ULFM or without fault tolerance.
+  std::shared_ptr<membership::native::SharedGroup> group;
   std::unique_ptr<Communicator> world;
   // What this rank tells its launcher (ringmend/core/outcome.hpp).
   int outcome_fd = -1;
@@ -78,6 +83,10 @@ void close_and_finalize(Runtime::Impl& impl, bool bounded, const std::string& wh
   // process that ended, which the members left behind no longer talk to.
   const bool finalize = !impl.world || !impl.world->left();
   impl.world.reset();
+  if (impl.group) {
+    impl.group->leave();  // the peers are told: this end is no failure
+    impl.group.reset();
+  }
   impl.ucx.reset();
   transport::ShmSegment::unlink_names_starting_with(membership::segment_prefix(static_cast<int>(::getpid())));
   if (!finalize) {
@@ -104,17 +113,14 @@ void close_and_finalize(Runtime::Impl& impl, bool bounded, const std::string& wh
   std::exit(dismissed.status);
 }
 
-void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& state) {
-  set_log_level(impl_->settings.log_level);
-  // A dead peer leaves TCP connections behind (Open MPI's btl/tcp forwarding
-  // a revoke, UCX): writing to one raises SIGPIPE, whose default action
-  // would kill this survivor. A fault-tolerant process takes EPIPE as an
-  // error instead. An application's own SIGPIPE handler is left alone.
-  struct sigaction current {};
-  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
-    ::signal(SIGPIPE, SIG_IGN);
+bool mpi_started() {
   int initialized = 0;
   MPI_Initialized(&initialized);
+  return initialized != 0;
+}
+
+// MPI's start-up, and whether ULFM is on.
+void start_mpi(Runtime::Impl& impl, int* argc, char*** argv, bool initialized) {
   if (!initialized) {
     // Read by Open MPI at MPI_Init (ulfm/launch_environment.hpp says why).
     const auto env = ulfm::process_environment();
@@ -128,41 +134,94 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
     // Returned, not fatal (ulfm/launch_environment.hpp says why): the
     // others may go on without this process.
     if (int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided); rc != MPI_SUCCESS) {
-      tell_launcher(impl_->outcome_fd, std::string(outcome::kMpiInitFailed) + "=1");
+      tell_launcher(impl.outcome_fd, std::string(outcome::kMpiInitFailed) + "=1");
       throw Error(Errc::Internal, "MPI_Init_thread failed (" + ulfm::error_string(rc) +
                                       "): this process cannot join the job. When a process of the job "
                                       "died while MPI started, this is what it leaves: the others go on "
                                       "without this one (or, if none could start, start the job again)");
     }
-    impl_->we_initialized_mpi = true;
+    impl.we_initialized_mpi = true;
   }
   // Errors must come back to ringmend, not abort the job.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 #if RINGMEND_HAVE_ULFM
-  impl_->fault_tolerant = ulfm::fault_tolerance_enabled();
-  impl_->ft_status = impl_->fault_tolerant ? "fault tolerance on (ULFM)"
-                     : ulfm::detect_launcher() == ulfm::Launcher::Srun
-                         ? ulfm::srun_no_fault_tolerance_notice()
-                         : "fault tolerance OFF: this MPI has ULFM but the job was not launched with it "
-                           "(ringmend-run, or mpirun " +
-                               [] {
-                                 std::string s;
-                                 for (const auto& a : ulfm::ft_mpirun_args()) s += a + " ";
-                                 return s;
-                               }() +
-                               "...); a rank failure will end the job";
+  impl.fault_tolerant = ulfm::fault_tolerance_enabled();
+  impl.ft_status = impl.fault_tolerant ? "fault tolerance on (ULFM)"
+                   : ulfm::detect_launcher() == ulfm::Launcher::Srun
+                       ? ulfm::srun_no_fault_tolerance_notice()
+                       : "fault tolerance OFF: this MPI has ULFM but the job was not launched with it "
+                         "(ringmend-run, or mpirun " +
+                             [] {
+                               std::string s;
+                               for (const auto& a : ulfm::ft_mpirun_args()) s += a + " ";
+                               return s;
+                             }() +
+                             "...); a rank failure will end the job";
 #else
-  impl_->ft_status =
+  impl.ft_status =
       "fault tolerance OFF: ringmend was built against an MPI without ULFM "
       "(RINGMEND_REQUIRE_ULFM=OFF); a rank failure will end the job";
 #endif
+}
+
+void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& state) {
+  set_log_level(impl_->settings.log_level);
+  // A dead peer leaves TCP connections behind (Open MPI's btl/tcp forwarding
+  // a revoke, UCX): writing to one raises SIGPIPE, whose default action
+  // would kill this survivor. A fault-tolerant process takes EPIPE as an
+  // error instead. An application's own SIGPIPE handler is left alone.
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
+    ::signal(SIGPIPE, SIG_IGN);
+  int initialized = 0;
+  MPI_Initialized(&initialized);
   int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::unique_ptr<membership::Control> native_first;
+  const MembershipBackend backend = impl_->settings.membership;
+  membership::native::GroupSettings group;
+  group.heartbeat_timeout = impl_->settings.heartbeat_timeout_seconds;
+  group.recovery_timeout = impl_->settings.recovery_timeout_seconds;
+  const auto native_status = [&] {
+    impl_->fault_tolerant = true;
+    impl_->ft_status = "fault tolerance on (the native membership, heartbeat timeout " +
+                       seconds_text(group.heartbeat_timeout) + "; docs/membership.md)";
+  };
+#if RINGMEND_HAVE_PMIX
+  // A job that srun started runs on the native membership, without MPI:
+  // Slurm's mpi/pmix plugin ends the whole step as soon as a task it serves
+  // dies while connected to it, and MPI stays connected until
+  // MPI_Finalize. The native start-up takes the others' addresses from
+  // Slurm's PMIx server and disconnects before any work begins.
+  if (!initialized && backend != MembershipBackend::Mpi && ulfm::detect_launcher() == ulfm::Launcher::Srun &&
+      membership::native::pmix_available()) {
+    impl_->group = std::make_shared<membership::native::SharedGroup>(
+        membership::native::join_from_pmix(group, impl_->settings.control_interface), group.recovery_timeout);
+    native_first = std::make_unique<membership::native::NativeControl>(impl_->group);
+    rank = native_first->rank();
+    size = native_first->size();
+    native_status();
+  }
+#endif
+  if (!impl_->group) start_mpi(*impl_, argc, argv, initialized != 0);
+  if (!impl_->group) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    // Asked for without ULFM (RINGMEND_MEMBERSHIP=native under mpirun, or
+    // an application that started MPI itself): the native membership over
+    // MPI's start-up. Under srun, MPI then stays connected to Slurm's PMIx
+    // server, which still ends the step at a task's death.
+    if (!impl_->fault_tolerant && size > 1 && backend == MembershipBackend::Native) {
+      impl_->group =
+          membership::native::start_over_mpi(MPI_COMM_WORLD, group, impl_->settings.control_interface);
+      native_first = std::make_unique<membership::native::NativeControl>(impl_->group);
+      native_status();
+    }
+  }
+  if (impl_->group && rank == 0) log(LogLevel::Info, impl_->ft_status);
   if (!impl_->fault_tolerant && rank == 0) log(LogLevel::Warn, impl_->ft_status);
   // This process's end of the PMIx connection tells how the Open MPI it
   // runs was built (ulfm/pmix_connection.hpp); said once, by rank 0.
-  if (impl_->fault_tolerant && rank == 0)
+  if (impl_->fault_tolerant && !impl_->group && rank == 0)
     if (const auto port = ulfm::pmix_server_port();
         port && ulfm::pmix_connection_state(*port) == ulfm::PmixConnection::Nagle)
       log(LogLevel::Warn,
@@ -188,7 +247,8 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
   impl_->ucx =
       std::make_unique<transport::UcxContext>(self.ucx_net_device, impl_->settings.ucx_workers_ahead);
   impl_->world.reset(new Communicator(std::make_unique<Communicator::Impl>(
-      impl_->settings, impl_->fault_tolerant, *impl_->ucx, MPI_COMM_WORLD, self.where, impl_->outcome_fd)));
+      impl_->settings, impl_->fault_tolerant, *impl_->ucx, mpi_started() ? MPI_COMM_WORLD : MPI_COMM_NULL,
+      self.where, impl_->outcome_fd, std::move(native_first))));
   // Before a spare waits: an admitted spare receives into these buffers.
   for (const StateBuffer& b : state) impl_->world->impl_->state.add(b.name, b.data, b.bytes);
   if (Communicator::Impl& comm = *impl_->world->impl_; comm.waiting_as_spare()) {

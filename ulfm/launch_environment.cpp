@@ -35,11 +35,11 @@ Launcher detect_launcher(const EnvLookup& env) {
 }
 
 std::string srun_no_fault_tolerance_notice() {
-  return "fault tolerance OFF: started by srun (Slurm direct launch). Slurm ends the whole job step when one "
-         "rank dies, so the survivors could not carry on. For fault tolerance, start the job with "
-         "ringmend-run "
-         "(mpirun with ULFM) from the batch script or the salloc shell: 'ringmend-run ./app' instead of "
-         "'srun ./app'. In this job a rank failure will end the job";
+  return "fault tolerance OFF: started by srun on MPI alone (RINGMEND_MEMBERSHIP=mpi, or the application "
+         "started MPI itself). While MPI is connected to Slurm's PMIx server, Slurm ends the whole job step "
+         "when one rank dies, so the survivors could not carry on. For fault tolerance under srun, let "
+         "ringmend start (it then runs on its own membership without MPI; docs/slurm.md), or start the job "
+         "with ringmend-run. In this job a rank failure will end the job";
 }
 
 std::string srun_without_pmix_notice(const EnvLookup& env, int mpi_world_size) {

@@ -1,9 +1,5 @@
 #include "membership/native/bootstrap.hpp"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
-#include <netinet/in.h>
 #include <pmix.h>
 #include <unistd.h>
 
@@ -17,12 +13,6 @@
 namespace ringmend::membership::native {
 
 namespace {
-
-std::string ipv4_text(const sockaddr* sa) {
-  char text[INET_ADDRSTRLEN] = {};
-  ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, text, sizeof text);
-  return text;
-}
 
 [[noreturn]] void pmix_failed(const char* call, pmix_status_t rc) {
   throw std::runtime_error(std::string("native membership start-up: ") + call +
@@ -106,31 +96,6 @@ PeerRecord parse_record(MemberId id, const std::string& text) {
 }
 
 }  // namespace
-
-std::string control_ip(const std::string& interface) {
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return "127.0.0.1";
-  std::string found;
-  for (ifaddrs* i = list; i; i = i->ifa_next) {
-    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
-    if (!interface.empty()) {
-      if (interface == i->ifa_name) {
-        found = ipv4_text(i->ifa_addr);
-        break;
-      }
-      continue;
-    }
-    if ((i->ifa_flags & IFF_UP) && !(i->ifa_flags & IFF_LOOPBACK)) {
-      found = ipv4_text(i->ifa_addr);
-      break;
-    }
-  }
-  ::freeifaddrs(list);
-  if (found.empty() && !interface.empty())
-    throw std::runtime_error("RINGMEND_CONTROL_INTERFACE=" + interface +
-                             ": no such interface with an IPv4 address");
-  return found.empty() ? "127.0.0.1" : found;
-}
 
 bool pmix_available() { return std::getenv("PMIX_NAMESPACE") != nullptr; }
 

@@ -6,7 +6,8 @@
 //
 // Under `srun --mpi=pmix` the rendezvous is Slurm's PMIx server: one put,
 // one fence that collects, one get per process, then PMIx_Finalize. The
-// control network listens on this node's address (control_ip()).
+// control network listens on this node's address (control_ip(),
+// control_net.hpp).
 #pragma once
 
 #include <memory>
@@ -15,12 +16,6 @@
 #include "membership/native/group.hpp"
 
 namespace ringmend::membership::native {
-
-// The IPv4 address the control network listens on: that of the interface
-// named by `interface` (RINGMEND_CONTROL_INTERFACE) when given, else of the
-// first interface that is up and not loopback, else 127.0.0.1. Throws
-// std::runtime_error for a named interface that has no IPv4 address.
-std::string control_ip(const std::string& interface);
 
 // Whether this process was started by a launcher with a PMIx server
 // (PMIX_NAMESPACE in the environment: srun --mpi=pmix, or PRRTE).

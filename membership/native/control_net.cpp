@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -55,7 +57,38 @@ bool parse_address(const std::string& address, sockaddr_in& sa) {
   return true;
 }
 
+std::string ipv4_text(const sockaddr* sa) {
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, text, sizeof text);
+  return text;
+}
+
 }  // namespace
+
+std::string control_ip(const std::string& interface) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return "127.0.0.1";
+  std::string found;
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+    if (!interface.empty()) {
+      if (interface == i->ifa_name) {
+        found = ipv4_text(i->ifa_addr);
+        break;
+      }
+      continue;
+    }
+    if ((i->ifa_flags & IFF_UP) && !(i->ifa_flags & IFF_LOOPBACK)) {
+      found = ipv4_text(i->ifa_addr);
+      break;
+    }
+  }
+  ::freeifaddrs(list);
+  if (found.empty() && !interface.empty())
+    throw std::runtime_error("RINGMEND_CONTROL_INTERFACE=" + interface +
+                             ": no such interface with an IPv4 address");
+  return found.empty() ? "127.0.0.1" : found;
+}
 
 ControlNet::ControlNet(std::uint64_t job_key, MemberId self, const std::string& bind_ip)
     : job_key_(job_key), self_(self) {

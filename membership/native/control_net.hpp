@@ -27,6 +27,12 @@
 
 namespace ringmend::membership::native {
 
+// The IPv4 address the control network listens on: that of the interface
+// named by `interface` (RINGMEND_CONTROL_INTERFACE) when given, else of the
+// first interface that is up and not loopback, else 127.0.0.1. Throws
+// std::runtime_error for a named interface that has no IPv4 address.
+std::string control_ip(const std::string& interface);
+
 class ControlNet {
  public:
   // Listens on an ephemeral port of `bind_ip` (an IPv4 address of this
@@ -39,6 +45,9 @@ class ControlNet {
   // "IP:PORT", what the peers connect to.
   const std::string& address() const { return address_; }
   MemberId self() const { return self_; }
+  // The job's key, when it is agreed after the network was opened (before
+  // any peer is added).
+  void set_job_key(std::uint64_t key) { job_key_ = key; }
 
   void add_peer(MemberId id, const std::string& address);
   // Queues `frame` for `to`, connecting first if need be; written at once

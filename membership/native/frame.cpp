@@ -91,6 +91,8 @@ const char* to_string(FrameKind kind) {
       return "GATHER";
     case FrameKind::Bye:
       return "BYE";
+    case FrameKind::Exchange:
+      return "EXCHANGE";
   }
   return "?";
 }
@@ -113,6 +115,7 @@ std::string encode(const Frame& f) {
       w.put_ids(f.protocol.value);
       break;
     case FrameKind::Gather:
+    case FrameKind::Exchange:
       w.put(f.round);
       w.put_bytes(f.payload);
       break;
@@ -137,7 +140,7 @@ std::optional<Frame> FrameReader::next() {
   Reader r(buffer_.data() + offset_ + sizeof length, length);
   Frame f;
   const auto kind = r.get<std::uint8_t>();
-  if (kind < 1 || kind > 5) throw std::runtime_error("control frame: unknown kind " + std::to_string(kind));
+  if (kind < 1 || kind > 6) throw std::runtime_error("control frame: unknown kind " + std::to_string(kind));
   f.kind = static_cast<FrameKind>(kind);
   f.epoch = r.get<std::uint64_t>();
   f.from = r.get<MemberId>();
@@ -159,6 +162,7 @@ std::optional<Frame> FrameReader::next() {
       break;
     }
     case FrameKind::Gather:
+    case FrameKind::Exchange:
       f.round = r.get<std::uint64_t>();
       f.payload = r.get_bytes();
       break;

@@ -6,7 +6,7 @@
 //
 // Bodies: Hello u64 job key (first frame of a connection: who is calling,
 // for which job); Heartbeat and Bye nothing; Protocol one view change
-// message (view_change.hpp); Gather u64 round | u32 n | n bytes.
+// message (view_change.hpp); Gather and Exchange u64 round | u32 n | n bytes.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,7 @@ enum class FrameKind : std::uint8_t {
   Protocol = 3,   // a view change message
   Gather = 4,     // one member's contribution to an all-gather of its view
   Bye = 5,        // the sender leaves the job normally: its connections close, it did not fail
+  Exchange = 6,   // bytes for one peer (a point-to-point exchange of the view)
 };
 const char* to_string(FrameKind kind);
 
@@ -33,8 +34,8 @@ struct Frame {
   MemberId from = 0;
   std::uint64_t job_key = 0;  // Hello
   Message protocol;           // Protocol
-  std::uint64_t round = 0;    // Gather
-  std::string payload;        // Gather
+  std::uint64_t round = 0;    // Gather, Exchange
+  std::string payload;        // Gather, Exchange
 };
 
 // The bytes of `frame`, length prefix included.

@@ -64,19 +64,21 @@ void Group::watch_view() {
     mate_ids_.push_back(m);
   }
   mates_ = transport::PeerWatch(pids);
+  suspected_.clear();
   const auto now = Clock::now();
   heard_.clear();
   for (MemberId w : ring_.watch()) heard_[w] = now;  // a grace of one timeout from here
   next_heartbeat_ = now;
   round_armed_ = false;
   change_noted_ = false;
-  gather_round_ = 0;
+  gather_round_ = exchange_round_ = 0;
   gathered_.clear();
+  exchanged_.clear();
 }
 
 void Group::suspect(MemberId id, const char* why) {
   if (departed_.count(id) || !std::binary_search(members_.begin(), members_.end(), id)) return;
-  if (std::binary_search(change_->suspected().begin(), change_->suspected().end(), id)) return;
+  if (!suspected_.insert(id).second) return;
   log(LogLevel::Info, "native membership: view " + std::to_string(epoch_) + ": suspects member " +
                           std::to_string(id) + " (" + why + ")");
   deliver(change_->suspect(id));
@@ -128,8 +130,9 @@ void Group::dispatch(Frame f) {
     note_change();
     return;
   }
-  if (f.kind == FrameKind::Gather) {
-    if (f.epoch == epoch_) gathered_[f.round][f.from] = std::move(f.payload);
+  if (f.kind == FrameKind::Gather || f.kind == FrameKind::Exchange) {
+    if (f.epoch == epoch_)
+      (f.kind == FrameKind::Gather ? gathered_ : exchanged_)[f.round][f.from] = std::move(f.payload);
     return;  // an earlier view's: that collective is over
   }
   if (f.kind != FrameKind::Protocol) return;
@@ -192,7 +195,12 @@ void Group::progress(int timeout_ms) {
   std::vector<pollfd> fds;
   net_->pollfds(fds);
   const std::size_t first_pidfd = fds.size();
-  for (int fd : mates_.descriptors()) fds.push_back({fd, POLLIN, 0});
+  // A pidfd stays readable once its process exited: one already suspected
+  // is left out (-1: poll() skips it), or every poll would return at once.
+  for (std::size_t i = 0; i < mates_.descriptors().size(); ++i) {
+    const MemberId mate = mate_ids_.at(static_cast<std::size_t>(mates_.index_at(i)));
+    fds.push_back({suspected_.count(mate) ? -1 : mates_.descriptors()[i], POLLIN, 0});
+  }
   ::poll(fds.data(), fds.size(), poll_timeout(timeout_ms, Clock::now()));
   ControlNet::Events events;
   net_->handle(fds, events);
@@ -264,32 +272,36 @@ void Group::install(const std::vector<MemberId>& next) {
   }
 }
 
-std::optional<std::vector<std::string>> Group::allgather(const std::string& mine, double timeout_seconds) {
+std::optional<std::map<MemberId, std::string>> Group::collect(FrameKind kind,
+                                                              const std::vector<MemberId>& peers,
+                                                              const std::string& mine,
+                                                              double timeout_seconds) {
   if (change_->changing()) return std::nullopt;  // a member that promised never contributes again
-  const std::uint64_t round = gather_round_++;
+  const bool gather = kind == FrameKind::Gather;
+  auto& rounds = gather ? gathered_ : exchanged_;
+  const std::uint64_t round = gather ? gather_round_++ : exchange_round_++;
   Frame f;
-  f.kind = FrameKind::Gather;
+  f.kind = kind;
   f.epoch = epoch_;
   f.from = self();
   f.round = round;
   f.payload = mine;
-  for (MemberId m : members_)
+  for (MemberId m : peers)
     if (m != self()) net_->send(m, f);
-  gathered_[round][self()] = mine;
+  rounds[round][self()] = mine;
   const auto deadline = Clock::now() + span(timeout_seconds);
   for (;;) {
-    auto& got = gathered_[round];
-    if (got.size() == members_.size()) {
-      std::vector<std::string> all;
-      for (MemberId m : members_) all.push_back(std::move(got.at(m)));
-      gathered_.erase(round);
-      return all;
+    auto& got = rounds[round];
+    if (std::all_of(peers.begin(), peers.end(), [&](MemberId m) { return got.count(m) > 0; })) {
+      std::map<MemberId, std::string> out = std::move(got);
+      rounds.erase(round);
+      return out;
     }
     if (change_->changing()) return std::nullopt;
     if (Clock::now() > deadline) {
-      log(LogLevel::Warn, "native membership: view " + std::to_string(epoch_) + ": an all-gather waited " +
-                              seconds_text(timeout_seconds) + " for " +
-                              std::to_string(members_.size() - got.size()) + " member(s): stalled");
+      log(LogLevel::Warn, "native membership: view " + std::to_string(epoch_) + ": " +
+                              (gather ? "an all-gather" : "an exchange") + " waited " +
+                              seconds_text(timeout_seconds) + " for its peers: stalled");
       change_->stalled();
       note_change();
       return std::nullopt;
@@ -297,6 +309,22 @@ std::optional<std::vector<std::string>> Group::allgather(const std::string& mine
     progress(50);
   }
 }
+
+std::optional<std::vector<std::string>> Group::allgather(const std::string& mine, double timeout_seconds) {
+  auto got = collect(FrameKind::Gather, members_, mine, timeout_seconds);
+  if (!got) return std::nullopt;
+  std::vector<std::string> all;
+  for (MemberId m : members_) all.push_back(std::move(got->at(m)));
+  return all;
+}
+
+std::optional<std::map<MemberId, std::string>> Group::exchange(const std::vector<MemberId>& peers,
+                                                               const std::string& mine,
+                                                               double timeout_seconds) {
+  return collect(FrameKind::Exchange, peers, mine, timeout_seconds);
+}
+
+void Group::request_change() { deliver(change_->request()); }
 
 void Group::leave() { net_->close_gracefully(epoch_, 1000); }
 

@@ -101,6 +101,17 @@ class Group {
   // the call then counts as stalled and a view change follows).
   std::optional<std::vector<std::string>> allgather(const std::string& mine, double timeout_seconds);
 
+  // Each of `peers`' bytes for this process, after sending them `mine`
+  // (a symmetric relation: every peer names this process too); nothing as
+  // for allgather. Every member calls it the same number of times per view,
+  // with or without peers.
+  std::optional<std::map<MemberId, std::string>> exchange(const std::vector<MemberId>& peers,
+                                                          const std::string& mine, double timeout_seconds);
+  // Asks for a change of the view with nobody suspected (ViewChange::request).
+  void request_change();
+  // What `id` said about itself at start-up.
+  const PeerRecord& record(MemberId id) const { return records_.at(id); }
+
   // Leaves the job normally: the peers are told (Bye), so that the closed
   // connections are not taken for a failure.
   void leave();
@@ -108,6 +119,10 @@ class Group {
   std::string describe() const { return change_->describe(); }
 
  private:
+  // What allgather and exchange share: `mine` to each of `peers`, then
+  // theirs back (this process's own included).
+  std::optional<std::map<MemberId, std::string>> collect(FrameKind kind, const std::vector<MemberId>& peers,
+                                                         const std::string& mine, double timeout_seconds);
   void install(const std::vector<MemberId>& next);
   void watch_view();
   void suspect(MemberId id, const char* why);
@@ -130,11 +145,12 @@ class Group {
   transport::PeerWatch mates_;
   std::vector<MemberId> mate_ids_;  // by PeerWatch index
   std::set<MemberId> departed_;     // said Bye
+  std::set<MemberId> suspected_;    // this view's, each reported once (a pidfd stays readable)
   std::map<MemberId, Clock::time_point> heard_;
   Clock::time_point next_heartbeat_{}, round_deadline_{}, change_began_{};
   bool round_armed_ = false, change_noted_ = false;
-  std::uint64_t gather_round_ = 0;
-  std::map<std::uint64_t, std::map<MemberId, std::string>> gathered_;  // this view's, by round
+  std::uint64_t gather_round_ = 0, exchange_round_ = 0;
+  std::map<std::uint64_t, std::map<MemberId, std::string>> gathered_, exchanged_;  // this view's, by round
   std::vector<Frame> later_;  // frames of views not installed here yet
 };
 

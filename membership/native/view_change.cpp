@@ -110,6 +110,21 @@ void ViewChange::admit(std::vector<MemberId> joiners) {
     if (!in_view(j)) insert_sorted(joiners_, j);
 }
 
+std::vector<Message> ViewChange::request() {
+  std::vector<Message> out;
+  if (finished()) return out;
+  stalled_ = true;
+  const MemberId leader = lowest_trusted();
+  if (leader == self_) {
+    if (mode_ == Mode::Active && promised_.none() && ballots_led_ == 0) lead(out);
+  } else {
+    Message tell = to(leader, MessageKind::Suspect);
+    tell.value = suspected_;
+    out.push_back(std::move(tell));
+  }
+  return out;
+}
+
 std::vector<Message> ViewChange::suspect(MemberId member) {
   std::vector<Message> out;
   if (finished() || member == self_ || !in_view(member) || suspects(member)) return out;

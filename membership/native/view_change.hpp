@@ -72,6 +72,12 @@ class ViewChange {
   // said it left view e, or made no progress). Makes this process take part
   // in the change (its timeouts act) even if it suspects nobody yet.
   void stalled() { stalled_ = true; }
+  // A change asked for with nobody suspected (a build or a meeting that
+  // failed, a member that wants the others to stop): as stalled(), and the
+  // leader it believes in is asked at once (SUSPECT with its suspicions)
+  // rather than after a round timeout, so that no live leader is
+  // suspected for it.
+  std::vector<Message> request();
   // Processes to admit: added to this process's proposal if it leads one
   // that keeps no earlier value. Sorted, disjoint from the view.
   void admit(std::vector<MemberId> joiners);

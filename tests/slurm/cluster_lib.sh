@@ -91,3 +91,17 @@ srun_nodes() {
   tmpfs=$(timeout -k 2 10 scontrol show config 2>/dev/null | sed -n 's/^TmpFS *= *//p')
   if [[ "$tmpfs" == *%n* ]]; then echo 2; else echo 1; fi
 }
+
+# need_namespace_nodes: skips unless the cluster's nodes live in network
+# namespaces (so that one can be powered off or cut) and there are 3 or more.
+need_namespace_nodes() {
+  grep -qx "NETNS=1" "${RINGMEND_CLUSTER_DIR:-/tmp/ringmend-cluster}/layout" 2>/dev/null ||
+    skip "the cluster runs its nodes on 127.0.0.1, not in network namespaces: no node can be lost"
+  [ "$(timeout -k 2 10 sinfo -h -N -o '%N' | sort -u | wc -l)" -ge 3 ] || skip "fewer than 3 nodes"
+}
+
+# stop_steps: cancels this test's srun steps (named ringmend-TEST).
+stop_steps() {
+  local id
+  for id in $(squeue -h -n "ringmend-$test_name" -o %i 2>/dev/null); do timeout -k 2 10 scancel "$id"; done
+}

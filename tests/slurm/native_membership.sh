@@ -18,15 +18,9 @@ probe=$1 root=$2
 . "$(dirname "$0")/cluster_lib.sh"
 need_cluster
 cluster=$root/scripts/cluster.sh
-grep -qx "NETNS=1" "${RINGMEND_CLUSTER_DIR:-/tmp/ringmend-cluster}/layout" 2>/dev/null ||
-  skip "the cluster runs its nodes on 127.0.0.1, not in network namespaces: no node can be lost"
-[ "$(timeout -k 2 10 sinfo -h -N -o '%N' | sort -u | wc -l)" -ge 3 ] || skip "fewer than 3 nodes"
+need_namespace_nodes
 heartbeat=1
 export RINGMEND_HEARTBEAT_TIMEOUT=$heartbeat RINGMEND_RECOVERY_TIMEOUT=10
-stop_steps() {
-  local id
-  for id in $(squeue -h -n "ringmend-$test_name" -o %i 2>/dev/null); do timeout -k 2 10 scancel "$id"; done
-}
 trap 'stop_steps; for n in n1 n2 n3; do "$cluster" heal-node $n >/dev/null 2>&1; done; cleanup_jobs' EXIT
 
 # start CASE ROUNDS: the job, until every task has joined (member lines).

@@ -76,7 +76,7 @@ case "$what" in
 help)
   rr -- --help
   ok "--help" "Usage: ringmend-run [options]" "--network-check" "--dry-run" "--ranks-per-node" "--no-ft" \
-    "MPIEXEC" "srun --mpi=pmix" "ends the whole job step" "#SBATCH" "Exit status" "--exclude-file" \
+    "MPIEXEC" "srun --mpi=pmix --no-kill --kill-on-bad-exit=0" "ends the whole job step" "#SBATCH" "Exit status" "--exclude-file" \
     "--mpirun-args" "5  a node was lost"
   rr -- -h
   ok "-h" "Usage: ringmend-run"

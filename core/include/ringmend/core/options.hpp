@@ -23,6 +23,15 @@ namespace ringmend {
 enum class SparePolicy { Replace, Shrink };
 const char* name_of(SparePolicy policy);
 
+// Which membership backend runs the recoveries (Settings::membership).
+//   auto    ULFM under mpirun with fault tolerance; the native membership
+//           when srun started the job (docs/membership.md)
+//   native  the native membership whenever ULFM is off
+//   mpi     MPI's only: under srun, no fault tolerance (as before the
+//           native membership existed)
+enum class MembershipBackend { Auto, Native, Mpi };
+const char* name_of(MembershipBackend backend);
+
 // The resolved settings, with the one set of defaults.
 struct Settings {
   // Collectives
@@ -33,7 +42,9 @@ struct Settings {
   double recovery_timeout_seconds = 120;  // RINGMEND_RECOVERY_TIMEOUT
   // The native membership (docs/membership.md): a node whose leader sends
   // no heartbeat for this long is suspected (a node cut or powered off).
-  double heartbeat_timeout_seconds = 1;  // RINGMEND_HEARTBEAT_TIMEOUT
+  double heartbeat_timeout_seconds = 1;                    // RINGMEND_HEARTBEAT_TIMEOUT
+  MembershipBackend membership = MembershipBackend::Auto;  // RINGMEND_MEMBERSHIP: auto | native | mpi
+  std::string control_interface;  // RINGMEND_CONTROL_INTERFACE: the native membership's network interface
   double start_timeout_seconds = 120;    // RINGMEND_START_TIMEOUT: MPI_Init to the first epoch, 0 = none
   double finalize_timeout_seconds = 10;  // RINGMEND_FINALIZE_TIMEOUT
   // MPI_Finalize itself, once every member has agreed that all is done.
@@ -89,6 +100,8 @@ struct Options {
       start_timeout_seconds, finalize_timeout_seconds, mpi_finalize_timeout_seconds;
   std::optional<std::size_t> spares;
   std::optional<SparePolicy> spare_policy;
+  std::optional<MembershipBackend> membership;
+  std::optional<std::string> control_interface;
   std::optional<bool> shm;
   std::optional<std::size_t> shm_buffer_bytes, shm_chunk_bytes, shm_depth, shm_p2p_slot_bytes, shm_p2p_slots;
   std::optional<bool> shm_tune;
@@ -111,5 +124,6 @@ double parse_seconds(const std::string& name, const std::string& value);
 bool parse_bool(const std::string& name, const std::string& value);
 LogLevel parse_log_level(const std::string& name, const std::string& value);
 SparePolicy parse_spare_policy(const std::string& name, const std::string& value);
+MembershipBackend parse_membership(const std::string& name, const std::string& value);
 
 }  // namespace ringmend

@@ -1,0 +1,94 @@
+// The native membership (group.hpp) as the runtime's control group
+// (membership/control.hpp): what makes a job launched by plain `srun` fault
+// tolerant, without MPI's runtime. One SharedGroup per process holds the
+// group, serializes its users and keeps it turning from a thread of its own
+// while the application computes (a node leader that sends no heartbeat is
+// suspected); each epoch's NativeControl is one view of it.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "membership/control.hpp"
+#include "membership/native/group.hpp"
+
+namespace ringmend::membership::native {
+
+class SharedGroup {
+ public:
+  SharedGroup(std::unique_ptr<Group> group, double wait_seconds);
+  ~SharedGroup();  // stops the thread (leave() first for a normal end)
+  SharedGroup(const SharedGroup&) = delete;
+  SharedGroup& operator=(const SharedGroup&) = delete;
+
+  // Runs `f(group)` alone with the group.
+  template <typename F>
+  auto with(F&& f) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return f(*group_);
+  }
+  // Whether the view `epoch` is changing or over, without waiting for the
+  // group when another thread holds it (its last known state then).
+  bool changing_since(std::uint64_t epoch);
+  // How long an operation of a view may wait for its members before the
+  // view counts as stalled (RINGMEND_RECOVERY_TIMEOUT).
+  double wait_seconds() const { return wait_seconds_; }
+  // A normal end: the peers are told (Bye); the thread stops.
+  void leave();
+
+ private:
+  void turn();  // the thread's loop
+  std::mutex mutex_;
+  std::unique_ptr<Group> group_;
+  double wait_seconds_;
+  std::atomic<std::uint64_t> epoch_{0};
+  std::atomic<bool> changing_{false}, stop_{false};
+  std::thread thread_;
+};
+
+class NativeControl final : public Control {
+ public:
+  // The group's current view.
+  explicit NativeControl(std::shared_ptr<SharedGroup> group);
+
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(members_.size()); }
+  std::vector<int> world_ranks() const override { return {members_.begin(), members_.end()}; }
+  const char* backend() const override { return "the native membership"; }
+  void watch() override { watching_ = true; }
+  void unwatch() override { watching_ = false; }
+  bool failure_noticed() override { return watching_ && group_->changing_since(epoch_); }
+  void revoke() override;
+  bool revoked() override { return group_->changing_since(epoch_); }
+  bool agree(int& flag, bool sleeping) override;
+  bool allgather(const void* mine, std::size_t bytes, void* all) override;
+  bool exchange(const std::vector<int>& peers, const std::vector<std::byte>& mine,
+                std::vector<std::vector<std::byte>>& theirs) override;
+  bool barrier() override;
+  std::optional<Shrunk> shrink(std::string& error) override;
+  std::optional<int> node_key() override;
+  std::vector<int> known_failed() override { return {}; }
+
+ private:
+  std::shared_ptr<SharedGroup> group_;
+  std::uint64_t epoch_;
+  std::vector<MemberId> members_;
+  int rank_ = 0;
+  bool watching_ = false;
+};
+
+// The first view of a job whose processes are the ranks of `world` (an MPI
+// job started by srun: MPI serves the start-up only): each process opens
+// its control network, one MPI_Allgather tells everyone the others'
+// addresses, nodes and pids, and MPI is not used again. Member id = world
+// rank. `interface`: RINGMEND_CONTROL_INTERFACE (bootstrap.hpp). Throws
+// std::runtime_error.
+std::shared_ptr<SharedGroup> start_over_mpi(MPI_Comm world, const GroupSettings& settings,
+                                            const std::string& interface);
+
+}  // namespace ringmend::membership::native
