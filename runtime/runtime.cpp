@@ -206,11 +206,14 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
   if (!impl_->group) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    // Asked for without ULFM (RINGMEND_MEMBERSHIP=native under mpirun, or
-    // an application that started MPI itself): the native membership over
-    // MPI's start-up. Under srun, MPI then stays connected to Slurm's PMIx
-    // server, which still ends the step at a task's death.
-    if (!impl_->fault_tolerant && size > 1 && backend == MembershipBackend::Native) {
+    // Asked for (RINGMEND_MEMBERSHIP=native) under mpirun, or by an
+    // application that started MPI itself: the native membership over MPI's
+    // start-up, MPI unused afterwards. Under mpirun with ULFM on, PRRTE
+    // keeps the survivors of a death alive and the native membership runs
+    // their recoveries instead of ULFM (the fault tests run it so on one
+    // machine); under srun, MPI stays connected to Slurm's PMIx server,
+    // which still ends the step at a task's death.
+    if (size > 1 && backend == MembershipBackend::Native) {
       impl_->group =
           membership::native::start_over_mpi(MPI_COMM_WORLD, group, impl_->settings.control_interface);
       native_first = std::make_unique<membership::native::NativeControl>(impl_->group);
