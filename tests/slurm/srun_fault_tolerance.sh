@@ -9,7 +9,26 @@
 #   rank0-node  n1 powered off: member 0, the application's rank 0 and the
 #               first leader of every view change, with its node mate
 #   cut         n3 cut off: its tasks are suspected after the heartbeat
-#               timeout; healed, they must leave with an error, never finish
+#               timeout; healed, they must leave with an error, never run two-nodes two_nodes
+has "two-nodes: n2, then n3 after the recovery, were powered off" "n2 powered off" \
+  "the job recovered from n2's loss" "n3 powered off"
+matched two-nodes 2 "s 4 (node n3), 5 (node n3)" 2
+"$cluster" heal-node n2 >/dev/null
+"$cluster" heal-node n3 >/dev/null
+
+fault_rules="rank=4,call=*,phase=recovery;rank=5,call=*,phase=recovery"
+run in-recovery kill_task 3
+fault_rules=""
+has "in-recovery: task 3 died, then n3's tasks inside the recovery" "task 3 (pid" \
+  "member 4 SIGKILLs itself" "member 5 SIGKILLs itself"
+grep -qE "on 3 ranks \(epoch [12]\).*MATCHES the reference" <<<"$out" &&
+  pass "in-recovery: the survivors (0 1 2) finished, the model matches its serial replay" ||
+  fail "in-recovery: no match on 3 ranks"
+finish
+#   two-nodes   n2 powered off, then n3 once the job has recovered: n1's two
+#               tasks finish (half of the job and member 0: a quorum)
+#   in-recovery task 3 SIGKILLed, and both tasks of n3 kill themselves inside
+#               the recovery that follows (RINGMEND_FAULT phase=recovery)
 # Every case proves its fault landed (the victim died, the node was powered
 # off or cut during the job) and that the others learned of it.
 #   srun_fault_tolerance.sh TRAIN_LOGREG SOURCE_DIR
@@ -22,7 +41,7 @@ need_namespace_nodes
 export RINGMEND_TIMEOUT=60 RINGMEND_RECOVERY_TIMEOUT=20
 trap 'stop_steps; for n in n1 n2 n3; do "$cluster" heal-node $n >/dev/null 2>&1; done; cleanup_jobs' EXIT
 
-# run CASE FAULT...: the job; FAULT runs (in the background) once every
+# run CASE FAULT...: the job (RINGMEND_FAULT from $fault_rules); FAULT runs (in the background) once every
 # task has started and trained for a moment; waits for the job's end (at
 # most 120 s; a lost node's step daemon is not waited for).
 run() {
@@ -30,7 +49,7 @@ run() {
   shift
   dir=$work/$name
   mkdir -p "$dir"
-  timeout -k 5 120 srun -J "ringmend-$test_name" --mpi=pmix -N 3 -n 6 --ntasks-per-node=2 --overcommit \
+  RINGMEND_FAULT=${fault_rules:-} timeout -k 5 120 srun -J "ringmend-$test_name" --mpi=pmix -N 3 -n 6 --ntasks-per-node=2 --overcommit \
     --no-kill --kill-on-bad-exit=0 -o "$dir/out-%t.log" "$train" --steps=9000 >"$dir/srun.log" 2>&1 &
   local srun_pid=$!
   for _ in $(seq 1 600); do
@@ -69,10 +88,22 @@ cut_and_heal() {
   sleep 4
   "$cluster" heal-node "$1"
 }
-matched() { # CASE SIZE LOST
-  has "$1: the survivors finished, the model matches its serial replay" "final loss" "on $2 ranks (epoch 1)" \
+matched() { # CASE SIZE LOST [EPOCH]
+  has "$1: the survivors finished, the model matches its serial replay" "final loss" "on $2 ranks (epoch ${4:-1})" \
     "MATCHES the reference"
   has "$1: the loss was recovered from" "recovered from the loss of member$3"
+}
+wait_for_recovery() { # CASE: until a recovery is logged (at most 20 s)
+  for _ in $(seq 1 200); do
+    grep -q "recovered from the loss" "$work/$1"/out-*.log 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+two_nodes() {
+  "$cluster" kill-node n2
+  wait_for_recovery two-nodes && echo "the job recovered from n2's loss"
+  "$cluster" kill-node n3
 }
 
 run process kill_task 3
@@ -99,4 +130,19 @@ elif grep -qE "left out of view|no new view|GAVE UP|FENCED" "$work/cut/out-4.log
 else
   fail "cut: the cut node's tasks did not say why they left"
 fi
+run two-nodes two_nodes
+has "two-nodes: n2, then n3 after the recovery, were powered off" "n2 powered off" \
+  "the job recovered from n2's loss" "n3 powered off"
+matched two-nodes 2 "s 4 (node n3), 5 (node n3)" 2
+"$cluster" heal-node n2 >/dev/null
+"$cluster" heal-node n3 >/dev/null
+
+fault_rules="rank=4,call=*,phase=recovery;rank=5,call=*,phase=recovery"
+run in-recovery kill_task 3
+fault_rules=""
+has "in-recovery: task 3 died, then n3's tasks inside the recovery" "task 3 (pid" \
+  "member 4 SIGKILLs itself" "member 5 SIGKILLs itself"
+grep -qE "on 3 ranks \(epoch [12]\).*MATCHES the reference" <<<"$out" &&
+  pass "in-recovery: the survivors (0 1 2) finished, the model matches its serial replay" ||
+  fail "in-recovery: no match on 3 ranks"
 finish
