@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <limits>
@@ -156,6 +157,15 @@ std::string utc_now() {
 }  // namespace
 
 const char* built_version() { return RINGMEND_BENCH_VERSION; }
+
+void start_mpi_under_srun(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  const bool mpirun = std::getenv("PRTE_LAUNCHED") || std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (initialized || mpirun || !std::getenv("SLURM_STEP_ID")) return;
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+}
 
 RunInfo run_info(MPI_Comm world, const JobLayout& layout, int argc, char** argv,
                  std::string ringmend_version) {

@@ -99,6 +99,11 @@ RunInfo run_info(MPI_Comm world, const JobLayout& layout, int argc, char** argv,
 // Version of the ringmend sources the benchmarks were built from.
 const char* built_version();
 
+// Under srun the Runtime does not start MPI (the native membership runs
+// without it; docs/slurm.md): a benchmark that calls MPI itself starts it
+// first there. Elsewhere the Runtime starts MPI, with its own settings.
+void start_mpi_under_srun(int* argc, char*** argv);
+
 // Streams JSON text with proper string escaping (control characters as
 // \uXXXX, invalid UTF-8 replaced by U+FFFD) and shortest round-trip numbers
 // digits (non-finite numbers as null). Objects and arrays are indented.

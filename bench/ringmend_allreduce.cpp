@@ -255,6 +255,7 @@ int main(int argc, char** argv) {
 namespace {
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  rb::start_mpi_under_srun(&argc, &argv);  // its MPI baseline needs MPI
   ringmend::Runtime rt(&argc, &argv);
   ringmend::Communicator& comm = rt.world();
   const int n = comm.size(), rank = comm.rank();

@@ -27,9 +27,9 @@ SharedGroup::~SharedGroup() {
 }
 
 void SharedGroup::turn() {
-  // Heartbeats go out every quarter of the timeout; a few milliseconds
-  // between turns also answer a peer's view change while the application
-  // computes, and cost a poll() each.
+  // Heartbeats go out every quarter of the timeout; a turn every 5 ms also
+  // answers a peer's view change while the application computes, and costs
+  // a poll() each.
   while (!stop_) {
     {
       std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
@@ -39,16 +39,25 @@ void SharedGroup::turn() {
         epoch_ = group_->epoch();
       }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
 
 bool SharedGroup::changing_since(std::uint64_t epoch) {
-  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-  if (lock) {
-    group_->progress(0);
-    changing_ = group_->changing();
-    epoch_ = group_->epoch();
+  // The data path asks between every two chunks it moves: a turn of the
+  // group (a poll() over its sockets and pidfds, its timers) at most every
+  // millisecond, the last known state otherwise. Every 100 us cost a 1 MiB
+  // allreduce across 3 nodes 10-25 % (3 ranks on 2 cores); a death is
+  // still noticed within a millisecond of its notice's arrival.
+  const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  if (now - last_turn_ >= kTurnEveryNs) {
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (lock) {
+      last_turn_ = now;
+      group_->progress(0);
+      changing_ = group_->changing();
+      epoch_ = group_->epoch();
+    }
   }
   return epoch_ != epoch || changing_;
 }

@@ -48,6 +48,8 @@ class SharedGroup {
   double wait_seconds_;
   std::atomic<std::uint64_t> epoch_{0};
   std::atomic<bool> changing_{false}, stop_{false};
+  static constexpr std::int64_t kTurnEveryNs = 1'000'000;
+  std::atomic<std::int64_t> last_turn_{0};  // steady clock, ns
   std::thread thread_;
 };
 

@@ -250,6 +250,10 @@ class Runtime {
  public:
   // Initialises MPI (MPI_THREAD_SERIALIZED) unless it already is, installs
   // error handlers that return, and connects the world communicator.
+  // Except under srun: there the native membership runs the job without
+  // MPI (docs/slurm.md), and a program that calls MPI itself starts it
+  // before the Runtime (ringmend then uses MPI's start-up; a task's death
+  // ends the step, as Slurm's PMIx server decides).
   // `options` sets any setting in code (core/options.hpp); what it leaves
   // unset comes from the RINGMEND_* variables (docs/environment.md).
   // `state` is registered on the world (register_state) before a spare
