@@ -226,8 +226,11 @@ Group::Change Group::recover() {
     const std::string why = "member " + std::to_string(self()) + " was left out of view " +
                             std::to_string(epoch_ + 1) + " " + ids_text(change_->next_view()) +
                             " (the others declared it failed): it must leave the job";
-    const auto grace = Clock::now() + span(settings_.fenced_grace);
-    while (Clock::now() < grace) progress(10);  // it may be the only one left that knows
+    // It may be the only one left that knows: it answers for a while, once
+    // (a runtime that asks again on its way out is told at once).
+    const auto grace = Clock::now() + span(fenced_grace_served_ ? 0.0 : settings_.fenced_grace);
+    while (Clock::now() < grace) progress(10);
+    fenced_grace_served_ = true;
     throw MembershipError(MembershipError::Kind::Fenced, why);
   }
   if (!change_->decided())

@@ -148,7 +148,7 @@ class Group {
   std::set<MemberId> suspected_;    // this view's, each reported once (a pidfd stays readable)
   std::map<MemberId, Clock::time_point> heard_;
   Clock::time_point next_heartbeat_{}, round_deadline_{}, change_began_{};
-  bool round_armed_ = false, change_noted_ = false;
+  bool round_armed_ = false, change_noted_ = false, fenced_grace_served_ = false;
   std::uint64_t gather_round_ = 0, exchange_round_ = 0;
   std::map<std::uint64_t, std::map<MemberId, std::string>> gathered_, exchanged_;  // this view's, by round
   std::vector<Frame> later_;  // frames of views not installed here yet

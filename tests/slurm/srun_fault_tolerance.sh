@@ -12,7 +12,7 @@
 #               timeout; healed, they must leave with an error, never run two-nodes two_nodes
 has "two-nodes: n2, then n3 after the recovery, were powered off" "n2 powered off" \
   "the job recovered from n2's loss" "n3 powered off"
-matched two-nodes 2 "s 4 (node n3), 5 (node n3)" 2
+matched two-nodes 2 "2 3 4 5" 2
 "$cluster" heal-node n2 >/dev/null
 "$cluster" heal-node n3 >/dev/null
 
@@ -88,10 +88,22 @@ cut_and_heal() {
   sleep 4
   "$cluster" heal-node "$1"
 }
-matched() { # CASE SIZE LOST [EPOCH]
-  has "$1: the survivors finished, the model matches its serial replay" "final loss" "on $2 ranks (epoch ${4:-1})" \
-    "MATCHES the reference"
-  has "$1: the loss was recovered from" "recovered from the loss of member$3"
+matched() { # CASE SIZE "LOST IDS" [LEAST_EPOCH]
+  # A node's tasks may die a few milliseconds apart (kill-node kills them
+  # one by one): one recovery or one per death, whichever came.
+  local epoch
+  epoch=$(sed -n "s/^final loss .* on $2 ranks (epoch \([0-9]*\)); .*MATCHES the reference$/\1/p" <<<"$out")
+  if [ -n "$epoch" ] && [ "$epoch" -ge "${4:-1}" ]; then
+    pass "$1: the $2 survivors finished (epoch $epoch), the model matches its serial replay"
+  else
+    fail "$1: no final model of $2 ranks matching the reference"
+  fi
+  local id
+  for id in $3; do
+    grep -qE "recovered from the loss of members? ([0-9]+ \(node n[0-9]+\), )*$id \(node" <<<"$out" ||
+      { fail "$1: no recovery from the loss of member $id"; return; }
+  done
+  pass "$1: the loss of members $3 was recovered from"
 }
 wait_for_recovery() { # CASE: until a recovery is logged (at most 20 s)
   for _ in $(seq 1 200); do
@@ -108,21 +120,21 @@ two_nodes() {
 
 run process kill_task 3
 has "process: task 3 died during the job" "task 3 (pid"
-matched process 5 " 3 (node n2)"
+matched process 5 "3"
 
 run node "$cluster" kill-node n2
 has "node: n2 was powered off during the job" "n2 powered off"
-matched node 4 "s 2 (node n2), 3 (node n2)"
+matched node 4 "2 3"
 "$cluster" heal-node n2 >/dev/null
 
 run rank0-node "$cluster" kill-node n1
 has "rank0-node: n1 was powered off during the job" "n1 powered off"
-matched rank0-node 4 "s 0 (node n1), 1 (node n1)"
+matched rank0-node 4 "0 1"
 "$cluster" heal-node n1 >/dev/null
 
 run cut cut_and_heal n3
 has "cut: n3 was cut off during the job" "n3 cut off"
-matched cut 4 "s 4 (node n3), 5 (node n3)"
+matched cut 4 "4 5"
 if grep -q "final loss" "$work/cut/out-4.log" "$work/cut/out-5.log"; then
   fail "cut: a task of the cut node finished"
 elif grep -qE "left out of view|no new view|GAVE UP|FENCED" "$work/cut/out-4.log" "$work/cut/out-5.log"; then
@@ -133,7 +145,7 @@ fi
 run two-nodes two_nodes
 has "two-nodes: n2, then n3 after the recovery, were powered off" "n2 powered off" \
   "the job recovered from n2's loss" "n3 powered off"
-matched two-nodes 2 "s 4 (node n3), 5 (node n3)" 2
+matched two-nodes 2 "2 3 4 5" 2
 "$cluster" heal-node n2 >/dev/null
 "$cluster" heal-node n3 >/dev/null
 
