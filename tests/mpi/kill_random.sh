@@ -23,7 +23,7 @@ for ((round = 1; round <= rounds; round++)); do
     >"$dir/out" 2>&1 &
   job=$!
   for _ in $(seq 200); do [ -f "$dir/rank$victim.pid" ] && break; sleep 0.05; done
-  sleep "$(printf '0.%03d' "$delay_ms")" 2>/dev/null || sleep 1
+  sleep "$((delay_ms / 1000)).$(printf '%03d' $((delay_ms % 1000)))"
   pid=$(cat "$dir/rank$victim.pid" 2>/dev/null)
   if [ -z "$pid" ]; then
     echo "round $round: rank $victim never started"; fail=1
@@ -34,6 +34,12 @@ for ((round = 1; round <= rounds; round++)); do
   rc=$?
   verified=$(grep -o "TEST PASSED" "$dir/out" | wc -l)  # pieces of two lines may share one
   grep -E "membership change|admitted|TEST|wrong|error" "$dir/out" | sed 's/^/    /'
+  # The kill must have landed during the job: the launcher's summary names
+  # the victim as killed (with spares the final size alone cannot tell).
+  if [ -n "$pid" ] && ! grep -qE "member $victim on .*: killed by SIGKILL" "$dir/out"; then
+    echo "round $round: FAILED (world rank $victim was not killed during the job)"
+    fail=1
+  fi
   if [ $rc -ne 0 ] || [ "$verified" -ne "$expect" ]; then
     echo "round $round: FAILED (mpirun exit $rc, $verified of $expect members verified)"
     tail -20 "$dir/out"
