@@ -33,14 +33,16 @@ void SharedGroup::turn() {
   while (!stop_) {
     {
       std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-      if (lock) {
-        group_->progress(0);
-        changing_ = group_->changing();
-        epoch_ = group_->epoch();
-      }
+      if (lock) turn_locked();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+}
+
+void SharedGroup::turn_locked() {
+  group_->progress(0);
+  changing_ = group_->changing();
+  epoch_ = group_->epoch();
 }
 
 bool SharedGroup::changing_since(std::uint64_t epoch) {
@@ -54,9 +56,7 @@ bool SharedGroup::changing_since(std::uint64_t epoch) {
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
     if (lock) {
       last_turn_ = now;
-      group_->progress(0);
-      changing_ = group_->changing();
-      epoch_ = group_->epoch();
+      turn_locked();
     }
   }
   return epoch_ != epoch || changing_;

@@ -42,7 +42,8 @@ class SharedGroup {
   void leave();
 
  private:
-  void turn();  // the thread's loop
+  void turn();         // the thread's loop
+  void turn_locked();  // one turn of the group, its state kept for readers without the lock
   std::mutex mutex_;
   std::unique_ptr<Group> group_;
   double wait_seconds_;
