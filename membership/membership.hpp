@@ -11,7 +11,9 @@
 //   * address_exchange.hpp: UCX addresses fetched from the peers that need
 //     them, not allgathered;
 //   * spare_pool.hpp: SparePool, where spare processes wait, and the rounds
-//     that admit them (the communicator of a Grow).
+//     that admit them (the control group of a Grow); pool_roster.hpp, what
+//     a round decides; ulfm_spare_pool.hpp and native/native_spare_pool.hpp,
+//     its two backends.
 //   * native/: the native membership protocol (docs/membership.md), for
 //     jobs launched without mpirun: view_change.hpp (the view change, a
 //     state machine without I/O), group.hpp (Group: failure detector,

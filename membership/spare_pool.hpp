@@ -1,49 +1,41 @@
 // Spare processes, and the pool in which they wait to be admitted.
 //
-// The pool is a communicator of every live process of the job: the members
-// and the spares not yet admitted. A spare waits on it without spinning (a
-// failure monitor polled between short sleeps). Every change that involves
-// the spares is one *round* of the pool, taken by every live process of it:
+// The pool holds every live process of the job: the members and the spares
+// not yet admitted. A spare waits in it without spinning. Every change that
+// involves the spares is one *round* of the pool, taken by every live
+// process of it:
 //
-//   1. whoever starts the round revokes the pool, which wakes every spare;
-//   2. every live process shrinks the pool (the dead, spares too, drop out);
+//   1. whoever starts the round wakes every spare (ULFM: a revoke of the
+//      pool; native: a view change of the group);
+//   2. the dead, spares too, drop out (a shrink; the view change);
 //   3. every process says what it is and what it asks for (PoolEntry), and
 //      what it would tell the grown epoch's exchange (MemberInfo): one
-//      allgather, the roster;
-//   4. every process decides alike, from the roster alone: which spares
-//      join and at which positions, which members leave (a release), or
-//      that the job is over;
-//   5. the members that stay and the joiners split off their communicator,
-//      from which the epoch builder makes the Grow epoch; when every
-//      process of the pool stays or joins, the pool's own communicator is
-//      lent to that epoch instead (no split to agree on). Either way the
-//      roster is that epoch's exchange (when every process knows its
-//      node's host), except for a lent pool without joiners.
-//
-// The roster is agreed on before its decision is acted on, or all go round
-// again; when the decision is a split, the split's agreement stands for
-// the roster's, and when the pool is lent to an epoch with joiners, that
-// epoch's own agreement does: either is the next agreement on the pool
-// for every process (a process whose allgather failed makes the roster's
-// with 0, and every process goes round again). A replacement then takes
-// as many MPI steps as a shrink-only recovery: shrink, allgather,
-// agreement.
+//      all-gather, the roster;
+//   4. every process decides alike, from the roster alone (pool_roster.hpp):
+//      which spares join and at which positions, which members leave (a
+//      release), or that the job is over;
+//   5. the members that stay and the joiners get their control group, from
+//      which the epoch builder makes the Grow epoch; the roster is that
+//      epoch's exchange.
 //
 // Members start a round when they recover from a failure with spares
 // waiting (the round drops the dead and replaces them), at a collective-
 // call boundary that every member reaches in the same call (spares that
 // could not join during a recovery; a grow or release request), and at
 // the end (docs/elastic.md). A spare never starts one.
+//
+// Two backends: ulfm_spare_pool.hpp (a communicator of the pool, under
+// mpirun) and native/native_spare_pool.hpp (the native membership's group,
+// under srun).
 #pragma once
 
-#include <mpi.h>
-
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "membership/control.hpp"
 #include "membership/member.hpp"
-#include "ulfm/ulfm.hpp"
 
 namespace ringmend::membership {
 
@@ -86,13 +78,14 @@ struct RoundOutcome {
   int spares_left = 0;  // spares still waiting after it
   bool joined = false;  // this process is a spare admitted now
   bool left = false;    // this process is a member that leaves (released)
-  // Members that stay and joiners, ordered by position (joiners take the
-  // positions no staying member holds, lowest first, then the end); null on
-  // a spare that stays in the pool and on a member that leaves.
-  ulfm::CommHandle grown;
-  // The application's rank of each rank of `grown` when `grown` is the
-  // pool's own communicator (every process of the pool stays or joins);
-  // empty when `grown` is in that order already (split off the pool).
+  // Members that stay and joiners, the control group of the Grow epoch
+  // (joiners take the positions no staying member holds, lowest first,
+  // then the end); null on a spare that stays in the pool and on a member
+  // that leaves.
+  std::unique_ptr<Control> grown;
+  // The application's rank of each rank of `grown` when `grown` is not in
+  // position order (ULFM: the pool's own communicator, every process of
+  // the pool staying or joining); empty when it is.
   std::vector<int> positions;
   std::vector<MemberId> present;   // ids of the members that stay, in position order
   std::vector<MemberId> released;  // ids of the members that leave, in position order
@@ -105,76 +98,35 @@ struct RoundOutcome {
 
 class SparePool {
  public:
-  // Every live process of `world` (MPI_COMM_WORLD) enters the pool; the last
-  // `spares` ranks of the world are spares. The first live processes up to
-  // the job's size (world size - spares) are the members: a spare fills in
-  // at once for a member that died while MPI started. `members` is their
-  // communicator (null on a spare). Throws Error when MPI fails otherwise
-  // than by a process failure.
-  SparePool(MPI_Comm world, int spares, ulfm::CommHandle& members);
-  // A pool of the members of `members` alone, for a job started without
-  // spares that releases members: the same rounds serve it.
-  explicit SparePool(MPI_Comm members);
+  virtual ~SparePool() = default;
 
   // Started as a spare (what it is after a round: RoundOutcome::joined).
-  bool is_spare() const { return spare_; }
-  // The world rank of the first process on this process's node (MPI's
-  // MPI_COMM_TYPE_SHARED over the pool as it started), the same for every
-  // process of the node: an epoch builder's host (EpochBuilder::set_host).
-  // -1 for a pool of members made later (a release without spares).
-  int host() const { return host_; }
+  virtual bool is_spare() const = 0;
+  // The world rank of the first process on this process's node, the same
+  // for every process of the node: an epoch builder's host
+  // (EpochBuilder::set_host). -1 when not known (a pool of members made
+  // later).
+  virtual int host() const = 0;
   // Every process of the pool started on this process's node: no epoch of
   // the job will ever need a channel to another node.
-  bool one_node() const { return one_node_; }
-  int spares_left() const { return spares_left_; }
+  virtual bool one_node() const = 0;
+  virtual int spares_left() const = 0;
 
-  // A spare's wait for the next round: sleeps between polls of the pool.
-  // Returns true when a round has begun; false when every member is gone
-  // (failures of all the members the last round named), which ends the job.
-  bool wait_for_round();
+  // A spare's wait for the next round, without spinning. Returns true when
+  // a round has begun; false when every member is gone, which ends the job.
+  virtual bool wait_for_round() = 0;
 
   // One round (see the top of this file), retried until the roster is
   // agreed by every live process; `mine` as above, `info` what this
   // process would tell the grown epoch's exchange
   // (EpochBuilder::identify). A joiner and the members then build the
-  // Grow epoch on `grown`; when joiners come into the pool's own
-  // communicator (`grown` shared with the pool, `joiners` > 0), that build
-  // must follow on every process: its agreement completes the round's.
-  RoundOutcome round(const PoolEntry& mine, const MemberInfo& info);
+  // Grow epoch on `grown`.
+  virtual RoundOutcome round(const PoolEntry& mine, const MemberInfo& info) = 0;
   // Where the last round's time went, for the log: "shrink 1.2 ms, roster
   // 0.4 ms, split 0.9 ms" (summed over its attempts).
-  std::string laps() const;
-  // Of which the revoke and shrink of the pool, in seconds.
-  double shrink_seconds() const { return shrink_seconds_; }
-
- private:
-  // Replaces the pool by its live processes (`from` is the world at first);
-  // false, to go round again, when a process died meanwhile.
-  bool shrink_to_live(MPI_Comm from, int attempt);
-  // An agreement over the pool on `ok`: true when every process had it.
-  bool agreed(int ok, int attempt, const char* what);
-  ulfm::CommHandle split(int color, int key, bool& ok);
-  // This process's node in the pool: see host() (-1 when MPI failed) and
-  // one_node().
-  struct NodePlace {
-    int host = -1;
-    bool whole_pool = false;
-  };
-  NodePlace place_on_node(MPI_Comm world);
-
-  // The last round's time in its three MPI steps, in seconds.
-  double shrink_seconds_ = 0, roster_seconds_ = 0, split_seconds_ = 0;
-  ulfm::CommHandle pool_;
-  // pool_ is also the current epoch's communicator (every process of the
-  // pool a member): the next round shrinks it without revoking it, since a
-  // revoke would stop the members' collectives on it. No spare waits then
-  // to be woken, and members only come to a round at a call boundary.
-  bool lent_ = false;
-  bool spare_ = false;  // started as a spare
-  int host_ = -1;
-  bool one_node_ = false;
-  int spares_left_ = 0;
-  std::vector<int> member_ranks_;  // pool ranks of the members, as of the last round
+  virtual std::string laps() const = 0;
+  // Of which dropping the dead (a shrink, a view change), in seconds.
+  virtual double shrink_seconds() const = 0;
 };
 
 }  // namespace ringmend::membership

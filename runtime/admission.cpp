@@ -39,6 +39,19 @@ std::vector<int> missing_from(const std::vector<int>& these, const std::vector<i
 
 }  // namespace
 
+membership::PoolEntry Communicator::Impl::first_member_entry(const membership::Epoch& first,
+                                                             std::int64_t seq_in) const {
+  // A first member's id is its world rank, its position its rank among the
+  // first members.
+  membership::PoolEntry entry;
+  entry.id = first.ctrl->world_ranks().at(static_cast<std::size_t>(first.ctrl->rank()));
+  entry.position = first.ctrl->rank();
+  entry.view_size = first.ctrl->size();
+  entry.target_size = target_size_;
+  entry.seq = seq_in;
+  return entry;
+}
+
 membership::PoolEntry Communicator::Impl::member_entry(std::int64_t seq_in) const {
   // Positions are ranks in the membership the application sees: a joiner
   // takes a lost member's.
@@ -162,10 +175,21 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving, bo
 Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
     const membership::MemberInfo& mine, const std::string& cause) {
   const auto start = Clock::now();
-  const std::uint64_t old_epoch = epoch_->number;
-  const std::vector<membership::MemberId> old_members = epoch_->members;
-  const std::vector<membership::MemberInfo> old_infos = epoch_->infos;
-  const int old_size = epoch_->size;
+  // From the first attempt at start-up (recovers_through_pool), which
+  // stays open until the next epoch is agreed.
+  membership::Epoch* from = epoch_.get();
+  if (!from) {
+    from = attempt_.get();
+    retired_.push_back(std::move(attempt_));
+  }
+  const std::uint64_t old_epoch = from->number;
+  std::vector<membership::MemberId> old_members = from->members;
+  std::vector<membership::MemberInfo> old_infos = from->infos;
+  if (!epoch_ && (old_members.empty() || old_infos.size() != old_members.size())) {
+    old_members = from->ctrl->world_ranks();  // its exchange failed: the first members are world ranks
+    old_infos.clear();
+  }
+  const int old_size = from->ctrl->size();
   stop_device_collectives();
   log_failure_noticed(mine, cause);
   double shrink_seconds = 0, pool_seconds = 0, rebuild_seconds = 0;
@@ -176,9 +200,9 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
     // Stop using the epoch's channels (kept open until the next epoch is
     // agreed), and revoke it: a member waiting in them learns of the
     // recovery from the revoke, and the spares from the pool's (the round).
-    epoch_->retire();
-    epoch_->ctrl->revoke();
-    membership::PoolEntry entry = member_entry(mine.seq);
+    from->retire();
+    from->ctrl->revoke();
+    membership::PoolEntry entry = epoch_ ? member_entry(mine.seq) : first_member_entry(*from, mine.seq);
     // A joiner resumes inside this collective: not one that errs, that some
     // member has finished or that the application did not make itself.
     entry.hold = mine.errc >= 0 || mine.finalizing || requesting_ || holding_spares_ ? 1 : 0;
@@ -296,11 +320,10 @@ bool Communicator::Impl::build_grown(membership::RoundOutcome& round, std::uint6
   membership::EpochBuilder::BeforeAgreement send_state;
   if (round.joiners > 0)
     send_state = [&](const membership::Epoch& e) { return transfer_state(e, joiner_next_seq); };
-  auto next = builder_.build(
-      joiner ? nullptr : epoch_.get(),
-      membership::Grow{round.joiners, std::make_unique<membership::UlfmControl>(std::move(round.grown)),
-                       joiner, std::move(round.positions), std::move(round.infos)},
-      mine, send_state);
+  auto next = builder_.build(joiner ? nullptr : epoch_.get(),
+                             membership::Grow{round.joiners, std::move(round.grown), joiner,
+                                              std::move(round.positions), std::move(round.infos)},
+                             mine, send_state);
   if (!next->ready) {
     // Revoked, whatever made it fail: a failure that no step here saw (a
     // process that died before the agreement, with no traffic to it) fails

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "coll/selector.hpp"
+#include "membership/native/native_spare_pool.hpp"
 #include "ringmend/core/log.hpp"
 #include "ringmend/core/outcome.hpp"
 #include "runtime/communicator_impl.hpp"
@@ -102,22 +103,25 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
   target_size_ = world_size - spares;
   membership::Start start{std::move(native)};
   if (spares > 0) {
-    if (start.members)
-      throw Error(Errc::FaultToleranceUnavailable,
-                  "spares (" + std::to_string(spares) +
-                      ") are not available yet with the native membership (a job launched by srun): launch "
-                      "with ringmend-run for spares");
+    if (spares >= world_size)
+      throw Error(Errc::InvalidArgument, std::to_string(spares) +
+                                             " spares (RINGMEND_SPARES) leave no member: the job has " +
+                                             std::to_string(world_size) + " processes");
+    if (const auto* first = dynamic_cast<const membership::native::NativeControl*>(start.members.get())) {
+      // The native membership: spares wait in its group.
+      pool_ = std::make_unique<membership::native::NativeSparePool>(*first, spares, start.members);
+      builder_.set_host(pool_->host());
+      if (pool_->is_spare()) return;  // the Runtime calls serve_as_spare()
+    }
+  }
+  if (spares > 0 && !pool_) {
     if (!fault_tolerant_)
       throw Error(Errc::FaultToleranceUnavailable,
                   "spares (" + std::to_string(spares) +
                       ") need fault tolerance: launch with ringmend-run (or mpirun with ringmend's FT "
                       "arguments) and an MPI with ULFM");
-    if (spares >= world_size)
-      throw Error(Errc::InvalidArgument, std::to_string(spares) +
-                                             " spares (RINGMEND_SPARES) leave no member: the job has " +
-                                             std::to_string(world_size) + " processes");
     ulfm::CommHandle members;
-    pool_ = std::make_unique<membership::SparePool>(parent, spares, members);
+    pool_ = std::make_unique<membership::UlfmSparePool>(parent, spares, members);
     builder_.set_host(pool_->host());
     if (pool_->is_spare()) return;  // the Runtime calls serve_as_spare()
     start.members = std::make_unique<membership::UlfmControl>(std::move(members));
@@ -147,6 +151,7 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
   attempt_members_ = first->ctrl->world_ranks();
   attempt_ = std::move(first);
   announce(recover(mine, "a failure during start-up").change);
+  unannounced_.reset();  // the application starts in the epoch it is given
   note_lost_at_start();
 }
 
@@ -460,9 +465,16 @@ void Communicator::Impl::update_view() {
 void Communicator::Impl::announce(const MembershipChange& change) {
   update_view();
   // A rebuild that lost nobody (an input error on one rank revokes the
-  // epoch so that the others learn of it) changes no membership.
-  if (change.lost.empty() && change.joined.empty() && change.released.empty()) return;
-  for (auto& [id, callback] : callbacks) callback(change);
+  // epoch so that the others learn of it; under the native membership, a
+  // spare's death) changes no membership: the next change announced covers
+  // its epoch too, so that every change starts where the last one ended.
+  if (change.lost.empty() && change.joined.empty() && change.released.empty()) {
+    unannounced_ = unannounced_ ? merged(*unannounced_, change) : change;
+    return;
+  }
+  const MembershipChange whole =
+      unannounced_ ? merged(*std::exchange(unannounced_, std::nullopt), change) : change;
+  for (auto& [id, callback] : callbacks) callback(whole);
 }
 
 MembershipChange Communicator::Impl::announce_pending() {
@@ -593,8 +605,9 @@ std::string Communicator::Impl::with_nodes(const std::vector<membership::MemberI
   std::string text;
   for (int id : ids) {
     const auto at = std::find(members.begin(), members.end(), id);
-    const std::string node =
-        at == members.end() ? "?" : infos[static_cast<std::size_t>(at - members.begin())].node;
+    const std::string node = at == members.end() || infos.size() != members.size()
+                                 ? "?"
+                                 : infos[static_cast<std::size_t>(at - members.begin())].node;
     text += (text.empty() ? "" : ", ") + std::to_string(id) + " (node " + node + ")";
   }
   return text;
@@ -638,8 +651,13 @@ void Communicator::Impl::log_failure_noticed(const membership::MemberInfo& mine,
 }
 
 bool Communicator::Impl::recovers_through_pool() const {
-  return pool_ && epoch_ && !attempt_ && settings_.spare_policy == SparePolicy::Replace &&
-         pool_->spares_left() > 0;
+  if (!pool_ || settings_.spare_policy != SparePolicy::Replace || pool_->spares_left() == 0) return false;
+  if (epoch_) return !attempt_;
+  // At start-up, the first build failed here. Under the native membership
+  // it may have completed on other members (its agreement is made uniform
+  // only by the next view change), which recover through the pool at their
+  // first call: so must this one. ULFM's agreement fails it on all.
+  return attempt_ && membership::mpi_comm_of(*attempt_->ctrl) == MPI_COMM_NULL;
 }
 
 // Open MPI numbers the agreements on a communicator in order and pairs the
@@ -651,10 +669,11 @@ bool Communicator::Impl::recovers_through_pool() const {
 // ctrl) the recovering member makes the meeting's agreement first, and the
 // waiting one waits for it; with spares the recovery leaves the epoch's
 // ctrl for the pool's communicator, and the meeting ends when it is
-// revoked.
+// revoked. The native membership numbers nothing across views: a recovery
+// changes the view, which ends the meeting's all-gather everywhere.
 bool Communicator::Impl::meet() {
   bool all_came = false;
-  if (recovers_through_pool()) {
+  if (recovers_through_pool() && membership::mpi_comm_of(*epoch_->ctrl) != MPI_COMM_NULL) {
     // The pool is ULFM's: so is the epoch.
     MPI_Comm ctrl = membership::mpi_comm_of(*epoch_->ctrl);
     bool success = false;

@@ -24,6 +24,7 @@
 #include "membership/epoch_builder.hpp"
 #include "membership/spare_pool.hpp"
 #include "membership/ulfm_control.hpp"
+#include "membership/ulfm_spare_pool.hpp"
 #include "ringmend/ringmend.hpp"
 #include "runtime/call_queue.hpp"
 #include "runtime/fault_injection.hpp"
@@ -275,6 +276,8 @@ struct Communicator::Impl final : transport::WaitContext {
                               std::uint64_t old_epoch);
   // This member's entry in a round of the pool, in collective `seq_in`.
   membership::PoolEntry member_entry(std::int64_t seq_in) const;
+  // The same at start-up, from the first attempt (`first`, not ready).
+  membership::PoolEntry first_member_entry(const membership::Epoch& first, std::int64_t seq_in) const;
   // "2 (node n1), 5 (node n2)": `ids` with the nodes `infos` gives them.
   static std::string with_nodes(const std::vector<membership::MemberId>& ids,
                                 const std::vector<membership::MemberId>& members,
@@ -318,9 +321,10 @@ struct Communicator::Impl final : transport::WaitContext {
   membership::MemberId call_root_ = membership::kNoMember;
   std::unique_ptr<membership::Epoch> epoch_;  // the last epoch every member agreed on
   View view_;
-  mutable std::mutex view_mutex_;            // view_ is written on the thread that runs the calls
-  std::optional<MembershipChange> pending_;  // a change to announce at the next call
-  std::optional<std::uint64_t> met_epoch_;   // the epoch whose open meeting's agreement this member made
+  mutable std::mutex view_mutex_;                // view_ is written on the thread that runs the calls
+  std::optional<MembershipChange> pending_;      // a change to announce at the next call
+  std::optional<MembershipChange> unannounced_;  // rebuilds that changed no membership, since the last change
+  std::optional<std::uint64_t> met_epoch_;       // the epoch whose open meeting's agreement this member made
   // A build that failed (its control communicator is the one to shrink
   // next), and the member ids of that communicator's ranks while recovering.
   std::unique_ptr<membership::Epoch> attempt_;

@@ -147,7 +147,7 @@ CollectiveResult Communicator::Impl::release(std::span<const int> ranks, const s
   meet_before_round();
   // A job started without spares gets a pool of its members: the same
   // rounds release them.
-  if (!pool_) pool_ = std::make_unique<membership::SparePool>(membership::mpi_comm_of(*epoch_->ctrl));
+  if (!pool_) pool_ = std::make_unique<membership::UlfmSparePool>(membership::mpi_comm_of(*epoch_->ctrl));
   target_size_ = kept_size() - static_cast<int>(ids.size());
   const bool leaving = std::binary_search(ids.begin(), ids.end(), view_.my_id);
   if (!regroup(seq + 1, leaving, true)) {

@@ -196,7 +196,7 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
       membership::native::pmix_available()) {
     impl_->group = std::make_shared<membership::native::SharedGroup>(
         membership::native::join_from_pmix(group, impl_->settings.control_interface), group.recovery_timeout);
-    native_first = std::make_unique<membership::native::NativeControl>(impl_->group);
+    native_first = membership::native::NativeControl::first_view(impl_->group);
     rank = native_first->rank();
     size = native_first->size();
     native_status();
@@ -216,7 +216,7 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
     if (size > 1 && backend == MembershipBackend::Native) {
       impl_->group =
           membership::native::start_over_mpi(MPI_COMM_WORLD, group, impl_->settings.control_interface);
-      native_first = std::make_unique<membership::native::NativeControl>(impl_->group);
+      native_first = membership::native::NativeControl::first_view(impl_->group);
       native_status();
     }
   }

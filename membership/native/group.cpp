@@ -314,11 +314,23 @@ std::optional<std::map<MemberId, std::string>> Group::collect(FrameKind kind,
 }
 
 std::optional<std::vector<std::string>> Group::allgather(const std::string& mine, double timeout_seconds) {
-  auto got = collect(FrameKind::Gather, members_, mine, timeout_seconds);
+  return allgather_among(members_, mine, timeout_seconds);
+}
+
+std::optional<std::vector<std::string>> Group::allgather_among(const std::vector<MemberId>& among,
+                                                               const std::string& mine,
+                                                               double timeout_seconds) {
+  auto got = collect(FrameKind::Gather, among, mine, timeout_seconds);
   if (!got) return std::nullopt;
   std::vector<std::string> all;
-  for (MemberId m : members_) all.push_back(std::move(got->at(m)));
+  for (MemberId m : among) all.push_back(std::move(got->at(m)));
   return all;
+}
+
+bool Group::gather_begun() const {
+  const auto next = gathered_.find(gather_round_);
+  return next != gathered_.end() && std::any_of(next->second.begin(), next->second.end(),
+                                                [&](const auto& e) { return e.first != self(); });
 }
 
 std::optional<std::map<MemberId, std::string>> Group::exchange(const std::vector<MemberId>& peers,

@@ -100,6 +100,16 @@ class Group {
   // when the view begins to change meanwhile (or `timeout_seconds` pass:
   // the call then counts as stalled and a view change follows).
   std::optional<std::vector<std::string>> allgather(const std::string& mine, double timeout_seconds);
+  // The same among some members of the view only (`among`, in the order
+  // of the result; this process one of them): every one of them calls it,
+  // and every process of the view has made as many all-gathers in this
+  // view as each of them (the rounds are numbered per view).
+  std::optional<std::vector<std::string>> allgather_among(const std::vector<MemberId>& among,
+                                                          const std::string& mine, double timeout_seconds);
+  // This process took part in no all-gather or exchange of this view yet.
+  bool fresh_view() const { return gather_round_ == 0 && exchange_round_ == 0; }
+  // Another process has begun the all-gather this process would make next.
+  bool gather_begun() const;
 
   // Each of `peers`' bytes for this process, after sending them `mine`
   // (a symmetric relation: every peer names this process too); nothing as

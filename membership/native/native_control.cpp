@@ -17,7 +17,11 @@ namespace ringmend::membership::native {
 // ---------------------------------------------------------------- SharedGroup
 
 SharedGroup::SharedGroup(std::unique_ptr<Group> group, double wait_seconds)
-    : group_(std::move(group)), wait_seconds_(wait_seconds), epoch_(group_->epoch()) {
+    : group_(std::move(group)),
+      wait_seconds_(wait_seconds),
+      first_epoch_(group_->epoch()),
+      first_members_(group_->members()),
+      epoch_(group_->epoch()) {
   thread_ = std::thread([this] { turn(); });
 }
 
@@ -71,12 +75,20 @@ void SharedGroup::leave() {
 
 // ---------------------------------------------------------------- NativeControl
 
-NativeControl::NativeControl(std::shared_ptr<SharedGroup> group) : group_(std::move(group)) {
-  group_->with([&](Group& g) {
-    epoch_ = g.epoch();
-    members_ = g.members();
-    rank_ = g.rank();
-  });
+std::unique_ptr<NativeControl> NativeControl::first_view(std::shared_ptr<SharedGroup> group) {
+  const std::uint64_t epoch = group->first_epoch();
+  std::vector<MemberId> members = group->first_members();
+  return std::make_unique<NativeControl>(std::move(group), std::move(members), epoch);
+}
+
+NativeControl::NativeControl(std::shared_ptr<SharedGroup> group, std::vector<MemberId> members,
+                             std::uint64_t epoch)
+    : group_(std::move(group)), epoch_(epoch), members_(std::move(members)) {
+  const MemberId self = group_->with([](Group& g) { return g.self(); });
+  const auto me = std::find(members_.begin(), members_.end(), self);
+  if (me == members_.end())
+    throw std::logic_error("a native control group without the process that makes it");
+  rank_ = static_cast<int>(me - members_.begin());
 }
 
 void NativeControl::revoke() {
@@ -88,7 +100,8 @@ void NativeControl::revoke() {
 bool NativeControl::allgather(const void* mine, std::size_t bytes, void* all) {
   return group_->with([&](Group& g) {
     if (g.epoch() != epoch_) return false;
-    auto got = g.allgather(std::string(static_cast<const char*>(mine), bytes), group_->wait_seconds());
+    auto got = g.allgather_among(members_, std::string(static_cast<const char*>(mine), bytes),
+                                 group_->wait_seconds());
     if (!got) return false;
     for (std::size_t r = 0; r < got->size(); ++r) {
       if ((*got)[r].size() != bytes) return false;  // not the same call on every member
@@ -141,11 +154,22 @@ std::optional<Control::Shrunk> NativeControl::shrink(std::string& /*error*/) {
   } catch (const MembershipError& e) {
     throw Error(Errc::Internal, e.what());
   }
+  // The survivors keep their order.
+  std::vector<MemberId> view;
+  std::uint64_t epoch = 0;
+  group_->with([&](Group& g) {
+    view = g.members();
+    epoch = g.epoch();
+  });
   Shrunk out;
-  out.survivors = std::make_unique<NativeControl>(group_);
-  const auto& now = static_cast<const NativeControl&>(*out.survivors).members_;
-  for (std::size_t r = 0; r < members_.size(); ++r)
-    if (!std::binary_search(now.begin(), now.end(), members_[r])) out.lost.push_back(static_cast<int>(r));
+  std::vector<MemberId> survivors;
+  for (std::size_t r = 0; r < members_.size(); ++r) {
+    if (std::binary_search(view.begin(), view.end(), members_[r]))
+      survivors.push_back(members_[r]);
+    else
+      out.lost.push_back(static_cast<int>(r));
+  }
+  out.survivors = std::make_unique<NativeControl>(group_, std::move(survivors), epoch);
   return out;
 }
 

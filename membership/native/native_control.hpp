@@ -35,6 +35,9 @@ class SharedGroup {
   // Whether the view `epoch` is changing or over, without waiting for the
   // group when another thread holds it (its last known state then).
   bool changing_since(std::uint64_t epoch);
+  // The view the group started with, and its members.
+  std::uint64_t first_epoch() const { return first_epoch_; }
+  const std::vector<MemberId>& first_members() const { return first_members_; }
   // How long an operation of a view may wait for its members before the
   // view counts as stalled (RINGMEND_RECOVERY_TIMEOUT).
   double wait_seconds() const { return wait_seconds_; }
@@ -47,6 +50,8 @@ class SharedGroup {
   std::mutex mutex_;
   std::unique_ptr<Group> group_;
   double wait_seconds_;
+  std::uint64_t first_epoch_;
+  std::vector<MemberId> first_members_;
   std::atomic<std::uint64_t> epoch_{0};
   std::atomic<bool> changing_{false}, stop_{false};
   static constexpr std::int64_t kTurnEveryNs = 1'000'000;
@@ -56,8 +61,19 @@ class SharedGroup {
 
 class NativeControl final : public Control {
  public:
-  // The group's current view.
-  explicit NativeControl(std::shared_ptr<SharedGroup> group);
+  // The group's first view, every process of the job: the same on every
+  // process even when the view has changed meanwhile (this control then
+  // fails at its first call, and its recovery finds the later view).
+  static std::unique_ptr<NativeControl> first_view(std::shared_ptr<SharedGroup> group);
+  // Some processes of the group's view `epoch`, ranked in the order given
+  // (this process one of them): the members of an epoch when spares wait
+  // in the same group (native_spare_pool.hpp). The view is named, not
+  // taken as the group's current one, which may have changed meanwhile
+  // (this control then fails at its first call, as it should).
+  NativeControl(std::shared_ptr<SharedGroup> group, std::vector<MemberId> members, std::uint64_t epoch);
+
+  const std::shared_ptr<SharedGroup>& group() const { return group_; }
+  std::uint64_t epoch() const { return epoch_; }  // the view
 
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_.size()); }
@@ -80,7 +96,7 @@ class NativeControl final : public Control {
  private:
   std::shared_ptr<SharedGroup> group_;
   std::uint64_t epoch_;
-  std::vector<MemberId> members_;
+  std::vector<MemberId> members_;  // in rank order
   int rank_ = 0;
   bool watching_ = false;
 };

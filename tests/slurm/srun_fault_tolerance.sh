@@ -14,6 +14,10 @@
 #               tasks finish (half of the job and member 0: a quorum)
 #   in-recovery task 3 SIGKILLed, and both tasks of n3 kill themselves inside
 #               the recovery that follows (RINGMEND_FAULT phase=recovery)
+#   spares      RINGMEND_SPARES=2 (tasks 4 and 5, on n3, wait): n2 powered
+#               off, and the spares take its members' places (size kept)
+#   spare-node  RINGMEND_SPARES=2: n3, holding only the spares, powered off;
+#               the members go on, with no member lost
 # Every case proves its fault landed (the victim died, the node was powered
 # off or cut during the job) and that the others learned of it.
 #   srun_fault_tolerance.sh TRAIN_LOGREG SOURCE_DIR
@@ -34,7 +38,7 @@ run() {
   shift
   dir=$work/$name
   mkdir -p "$dir"
-  RINGMEND_FAULT=${fault_rules:-} timeout -k 5 120 srun -J "ringmend-$test_name" --mpi=pmix -N 3 -n 6 --ntasks-per-node=2 --overcommit \
+  RINGMEND_FAULT=${fault_rules:-} RINGMEND_SPARES=${spares:-0} timeout -k 5 120 srun -J "ringmend-$test_name" --mpi=pmix -N 3 -n 6 --ntasks-per-node=2 --overcommit \
     --no-kill --kill-on-bad-exit=0 -o "$dir/out-%t.log" "$train" --steps=9000 >"$dir/srun.log" 2>&1 &
   local srun_pid=$!
   for _ in $(seq 1 600); do
@@ -142,4 +146,32 @@ has "in-recovery: task 3 died, then n3's tasks inside the recovery" "task 3 (pid
 grep -qE "on 3 ranks \(epoch [12]\).*MATCHES the reference" <<<"$out" &&
   pass "in-recovery: the survivors (0 1 2) finished, the model matches its serial replay" ||
   fail "in-recovery: no match on 3 ranks"
+spares=2
+run spares "$cluster" kill-node n2
+has "spares: n2 was powered off during the job" "n2 powered off"
+matched spares 4 "2 3"
+# One change or two (a node's tasks may die milliseconds apart).
+admitted=$(sed -n 's/^membership change: spare(s) \([0-9, ]*\) admitted.*/\1/p' <<<"$out" | tr -d ' ' | tr ',' '\n' | sort -u | tr '\n' ' ')
+if [ "$admitted" = "4 5 " ]; then
+  pass "spares: the spares on n3 (4, 5) took the lost members' places"
+else
+  fail "spares: the spares admitted were [$admitted], not 4 and 5"
+fi
+"$cluster" heal-node n2 >/dev/null
+
+run spare-node "$cluster" kill-node n3
+spares=0
+has "spare-node: n3 (the spares' node) was powered off during the job" "n3 powered off"
+grep -qE "^final loss .* on 4 ranks .*MATCHES the reference$" <<<"$out" &&
+  pass "spare-node: the 4 members finished, the model matches its serial replay" ||
+  fail "spare-node: no final model of 4 ranks matching the reference"
+grep -qE "view [0-9]+ \[0 1 2 3\] installed" <<<"$out" &&
+  pass "spare-node: the members' view lost the spares 4 and 5" ||
+  fail "spare-node: no view without the spares"
+if grep -q "recovered from the loss of member" <<<"$out"; then
+  fail "spare-node: a member was reported lost"
+else
+  pass "spare-node: no member was lost"
+fi
+"$cluster" heal-node n3 >/dev/null
 finish

@@ -1,4 +1,4 @@
-#include "membership/spare_pool.hpp"
+#include "membership/ulfm_spare_pool.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -7,6 +7,8 @@
 #include <thread>
 #include <utility>
 
+#include "membership/pool_roster.hpp"
+#include "membership/ulfm_control.hpp"
 #include "ringmend/core/error.hpp"
 
 namespace ringmend::membership {
@@ -24,7 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-bool SparePool::shrink_to_live(MPI_Comm from, int attempt) {
+bool UlfmSparePool::shrink_to_live(MPI_Comm from, int attempt) {
   int rc = MPI_SUCCESS;
   // The world itself is not revoked: it stays usable to the application;
   // nor is a pool lent to the current epoch (lent_).
@@ -40,7 +42,7 @@ bool SparePool::shrink_to_live(MPI_Comm from, int attempt) {
   return true;
 }
 
-bool SparePool::agreed(int ok, int attempt, const char* what) {
+bool UlfmSparePool::agreed(int ok, int attempt, const char* what) {
   // A collective that failed here may still be waiting elsewhere (a peer
   // of this process in it, not the dead one): the revoke ends it there, so
   // that every process reaches the agreement.
@@ -51,7 +53,7 @@ bool SparePool::agreed(int ok, int attempt, const char* what) {
   return false;
 }
 
-SparePool::NodePlace SparePool::place_on_node(MPI_Comm world) {
+UlfmSparePool::NodePlace UlfmSparePool::place_on_node(MPI_Comm world) {
   MPI_Comm node = MPI_COMM_NULL;
   if (MPI_Comm_split_type(pool_.get(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
     return {};
@@ -69,7 +71,7 @@ SparePool::NodePlace SparePool::place_on_node(MPI_Comm world) {
   return {in_world == MPI_UNDEFINED ? -1 : in_world, node_size == pool_size};
 }
 
-ulfm::CommHandle SparePool::split(int color, int key, bool& ok) {
+ulfm::CommHandle UlfmSparePool::split(int color, int key, bool& ok) {
   MPI_Comm out = MPI_COMM_NULL;
   ok = MPI_Comm_split(pool_.get(), color, key, &out) == MPI_SUCCESS;
   ulfm::CommHandle comm(out);
@@ -77,7 +79,7 @@ ulfm::CommHandle SparePool::split(int color, int key, bool& ok) {
   return comm;
 }
 
-SparePool::SparePool(MPI_Comm world, int spares, ulfm::CommHandle& members) {
+UlfmSparePool::UlfmSparePool(MPI_Comm world, int spares, ulfm::CommHandle& members) {
   int world_size = 0;
   MPI_Comm_size(world, &world_size);
   const int job_size = world_size - spares;
@@ -103,7 +105,7 @@ SparePool::SparePool(MPI_Comm world, int spares, ulfm::CommHandle& members) {
   }
 }
 
-SparePool::SparePool(MPI_Comm members) {
+UlfmSparePool::UlfmSparePool(MPI_Comm members) {
   for (int attempt = 0; !shrink_to_live(members, attempt); ++attempt) {
   }
   int size = 0;
@@ -111,7 +113,7 @@ SparePool::SparePool(MPI_Comm members) {
   for (int r = 0; r < size; ++r) member_ranks_.push_back(r);
 }
 
-bool SparePool::wait_for_round() {
+bool UlfmSparePool::wait_for_round() {
   ulfm::FailureMonitor monitor(pool_.get());
   for (;;) {
     // Testing drives MPI's progress, which a revoke needs to reach (and be
@@ -135,107 +137,14 @@ bool SparePool::wait_for_round() {
   }
 }
 
-std::string SparePool::laps() const {
+std::string UlfmSparePool::laps() const {
   char text[96];
   std::snprintf(text, sizeof text, "shrink %.1f ms, roster %.1f ms, split %.1f ms", shrink_seconds_ * 1e3,
                 roster_seconds_ * 1e3, split_seconds_ * 1e3);
   return text;
 }
 
-namespace {
-
-// What each process says in a round: its pool entry, and what it would tell
-// the grown epoch's exchange (used when the round lends the pool to that
-// epoch: one allgather for both).
-struct RosterEntry {
-  PoolEntry entry;
-  MemberInfo info;
-};
-
-// What the roster decides, alike on every process that has it; the
-// round's outcome before any communicator is made.
-struct Decision {
-  RoundOutcome out;                               // all but `grown`
-  std::vector<int> members, spares;               // pool ranks: members that stay, spares (in rank order)
-  std::vector<std::pair<int, MemberId>> leaving;  // position, id
-  std::vector<int> holes;                         // the positions the joiners take, in order
-  int color = MPI_UNDEFINED, key = 0;             // this process's part of the split
-  // Every process of the pool stays or joins: the pool is lent to the
-  // grown epoch (no split).
-  bool lend = false;
-};
-
-Decision decide(const std::vector<RosterEntry>& roster, int rank, const PoolEntry& mine) {
-  const auto entry = [&](int r) -> const PoolEntry& { return roster[static_cast<std::size_t>(r)].entry; };
-  const int size = static_cast<int>(roster.size());
-  Decision d;
-  RoundOutcome& out = d.out;
-  out.left = mine.id != kNoMember && mine.leaving;
-  for (int r = 0; r < size; ++r) {
-    const PoolEntry& e = entry(r);
-    if (e.id == kNoMember)
-      d.spares.push_back(r);
-    else if (e.leaving)
-      d.leaving.emplace_back(e.position, e.id);
-    else
-      d.members.push_back(r);
-  }
-  std::sort(d.members.begin(), d.members.end(),
-            [&](int a, int b) { return entry(a).position < entry(b).position; });
-  std::sort(d.leaving.begin(), d.leaving.end());
-  for (const auto& l : d.leaving) out.released.push_back(l.second);
-  int view_size = 0, target = 0;
-  bool one_step = true;
-  for (int r : d.members) {
-    const PoolEntry& m = entry(r);
-    out.ending = out.ending || m.ending;
-    view_size = std::max(view_size, m.view_size);
-    target = std::max(target, m.target_size);
-    one_step = one_step && !m.hold && m.seq == entry(d.members.front()).seq;
-    out.present.push_back(m.id);
-  }
-  // Members that recover and members that came for another reason: the
-  // latter join the recovery first (RoundOutcome::recovery_first).
-  int recovering = 0, present_members = 0;
-  for (int r = 0; r < size; ++r)
-    if (entry(r).id != kNoMember) ++present_members, recovering += entry(r).recovering != 0;
-  if (recovering > 0 && recovering < present_members) {
-    out = RoundOutcome{};
-    out.recovery_first = true;
-    return d;
-  }
-  for (int r : d.members) {
-    const MemberId needed = entry(r).needs;
-    if (needed != kNoMember && std::find(out.present.begin(), out.present.end(), needed) == out.present.end())
-      one_step = false;
-  }
-  out.members = static_cast<int>(d.members.size());
-  out.target_size = target;
-  out.no_members = d.members.empty();
-  if (out.ending || out.no_members) return d;
-  const int wanted = std::clamp(target - out.members, 0, static_cast<int>(d.spares.size()));
-  out.joiners = one_step ? wanted : 0;
-  out.held = wanted > 0 && !one_step;
-  out.spares_left = static_cast<int>(d.spares.size()) - out.joiners;
-  // Joiners take the positions no staying member holds, lowest first,
-  // then the end.
-  for (int p = 0; p < view_size; ++p)
-    if (std::none_of(d.members.begin(), d.members.end(), [&](int r) { return entry(r).position == p; }))
-      d.holes.push_back(p);
-  for (int j = static_cast<int>(d.holes.size()); j < out.joiners; ++j) d.holes.push_back(view_size + j);
-  if (mine.id != kNoMember) {
-    if (!out.left) d.color = 0, d.key = mine.position;
-  } else {
-    const auto me = std::find(d.spares.begin(), d.spares.end(), rank) - d.spares.begin();
-    if (me < out.joiners) d.color = 0, d.key = d.holes[static_cast<std::size_t>(me)], out.joined = true;
-  }
-  d.lend = d.leaving.empty() && out.joiners == static_cast<int>(d.spares.size());
-  return d;
-}
-
-}  // namespace
-
-RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
+RoundOutcome UlfmSparePool::round(const PoolEntry& mine, const MemberInfo& info) {
   shrink_seconds_ = roster_seconds_ = split_seconds_ = 0;
   for (int attempt = 0;; ++attempt) {
     auto lap = Clock::now();
@@ -262,7 +171,7 @@ RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
       add_lap(roster_seconds_);
       continue;
     }
-    Decision d = decide(roster, rank, mine);
+    RosterDecision d = decide(roster, rank, mine);
     RoundOutcome& out = d.out;
     // The roster is agreed on only when nothing else follows on the pool.
     // When the pool goes to the grown epoch with joiners, every process of
@@ -275,9 +184,9 @@ RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
     // agreement with 0, which the others meet as the epoch's or the
     // split's (its revoke fails their split or their build): every process
     // goes round again.
-    const bool lend_to_joiners = d.lend && out.joiners > 0;
+    const bool lend_to_joiners = d.whole_pool && out.joiners > 0;
     const bool settled_later =
-        !out.recovery_first && !out.ending && !out.no_members && (lend_to_joiners || !d.lend);
+        !out.recovery_first && !out.ending && !out.no_members && (lend_to_joiners || !d.whole_pool);
     const bool roster_agreed = settled_later || agreed(1, attempt, "the roster's allgather");
     add_lap(roster_seconds_);
     if (!roster_agreed) continue;
@@ -293,7 +202,7 @@ RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
       spares_left_ = static_cast<int>(d.spares.size());
       return std::move(out);
     }
-    if (d.lend) {
+    if (d.whole_pool) {
       // The pool itself is the new epoch's communicator, in its own order,
       // and the application's ranks go with it (RoundOutcome::positions).
       // No communicator to agree on: across nodes a split cost as much as
@@ -309,7 +218,7 @@ RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
       // host). A lend without joiners builds its own, if it builds.
       if (lend_to_joiners)
         for (const RosterEntry& e : roster) out.infos.push_back(e.info);
-      out.grown = pool_.share();
+      out.grown = std::make_unique<UlfmControl>(pool_.share());
       lent_ = true;
       member_ranks_.resize(static_cast<std::size_t>(size));
       std::iota(member_ranks_.begin(), member_ranks_.end(), 0);
@@ -317,7 +226,7 @@ RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
       return std::move(out);
     }
     bool ok = false;
-    ulfm::CommHandle grown = split(d.color, d.key, ok);
+    ulfm::CommHandle grown = split(d.in_grown ? 0 : MPI_UNDEFINED, d.position, ok);
     // Members that leave leave the pool too: a later round must not wait
     // for a process that takes no part in it. With no spare left waiting,
     // the processes that stay are exactly the new epoch's: the pool is
@@ -334,17 +243,10 @@ RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
     const bool split_agreed = agreed(ok, attempt, "splitting the members and joiners off the pool");
     add_lap(split_seconds_);
     if (!split_agreed) continue;
-    out.grown = std::move(grown);
     // The roster as the epoch's exchange, in the split's order (by key: a
     // position, unique), when every process knows its node's host.
-    if (out.grown && host_ >= 0) {
-      std::vector<std::pair<int, int>> by_key;  // key, pool rank
-      for (int m : d.members) by_key.emplace_back(roster[static_cast<std::size_t>(m)].entry.position, m);
-      for (int j = 0; j < out.joiners; ++j)
-        by_key.emplace_back(d.holes[static_cast<std::size_t>(j)], d.spares[static_cast<std::size_t>(j)]);
-      std::sort(by_key.begin(), by_key.end());
-      for (const auto& [key, r] : by_key) out.infos.push_back(roster[static_cast<std::size_t>(r)].info);
-    }
+    if (grown && host_ >= 0)
+      for (const auto& [position, r] : d.grown) out.infos.push_back(roster[static_cast<std::size_t>(r)].info);
     member_ranks_ = d.members;
     member_ranks_.insert(member_ranks_.end(), d.spares.begin(), d.spares.begin() + out.joiners);
     std::sort(member_ranks_.begin(), member_ranks_.end());
@@ -352,7 +254,7 @@ RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
     if (lend_after) {
       // The new epoch's communicator, in its order (by position): every
       // process of it a member.
-      pool_ = out.grown.share();  // null on a member that left
+      pool_ = grown.share();  // null on a member that left
       lent_ = static_cast<bool>(pool_);
       std::iota(member_ranks_.begin(), member_ranks_.end(), 0);
     } else if (!d.leaving.empty()) {
@@ -366,6 +268,7 @@ RoundOutcome SparePool::round(const PoolEntry& mine, const MemberInfo& info) {
         r -= static_cast<int>(std::lower_bound(gone.begin(), gone.end(), r) - gone.begin());
       pool_ = std::move(rest);  // null on a member that left
     }
+    if (grown) out.grown = std::make_unique<UlfmControl>(std::move(grown));
     return std::move(out);
   }
 }

@@ -1,0 +1,153 @@
+#include "membership/native/native_spare_pool.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "membership/pool_roster.hpp"
+#include "ringmend/core/error.hpp"
+
+namespace ringmend::membership::native {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long a waiting spare lets the group wait for the network in one turn:
+// it sleeps in poll(), costing no CPU, and holds the group no longer.
+constexpr int kSpareTurnMs = 20;
+
+}  // namespace
+
+NativeSparePool::NativeSparePool(const NativeControl& first, int spares, std::unique_ptr<Control>& members)
+    : group_(first.group()) {
+  const std::vector<int> ids = first.world_ranks();  // sorted: the group's view
+  const int job_size = static_cast<int>(ids.size()) - spares;
+  members_.assign(ids.begin(), ids.begin() + job_size);
+  spares_left_ = spares;
+  group_->with([&](Group& g) {
+    roster_view_ = first.epoch();
+    spare_ = std::find(members_.begin(), members_.end(), g.self()) == members_.end();
+    const std::string& node = g.record(g.self()).node;
+    one_node_ = true;
+    for (MemberId id : ids) {
+      if (g.record(id).node != node)
+        one_node_ = false;
+      else if (host_ < 0)
+        host_ = id;
+    }
+  });
+  const std::uint64_t view = first.epoch();
+  members.reset();  // `first` with it
+  if (!spare_) members = std::make_unique<NativeControl>(group_, members_, view);
+}
+
+NativeSparePool::Roster NativeSparePool::await_roster() {
+  for (;;) {
+    const std::optional<Roster> state = group_->with([&](Group& g) -> std::optional<Roster> {
+      g.progress(kSpareTurnMs);
+      const auto& view = g.members();
+      const bool members_left = std::any_of(members_.begin(), members_.end(), [&](MemberId m) {
+        return std::binary_search(view.begin(), view.end(), m);
+      });
+      if (g.changing()) return Roster::Changing;
+      if (!members_left) return Roster::MembersGone;
+      if (g.epoch() != roster_view_ && g.gather_begun()) return Roster::Begun;
+      return std::nullopt;
+    });
+    if (state) return *state;
+  }
+}
+
+bool NativeSparePool::wait_for_round() { return await_roster() != Roster::MembersGone; }
+
+std::string NativeSparePool::laps() const {
+  char text[96];
+  std::snprintf(text, sizeof text, "view change %.1f ms, roster %.1f ms", change_seconds_ * 1e3,
+                roster_seconds_ * 1e3);
+  return text;
+}
+
+RoundOutcome NativeSparePool::round(const PoolEntry& mine, const MemberInfo& info) {
+  change_seconds_ = roster_seconds_ = 0;
+  const bool spare = mine.id == kNoMember;
+  const RosterEntry me{mine, info};
+  for (;;) {
+    auto lap = Clock::now();
+    const auto add_lap = [&lap](double& total) {
+      const auto now = Clock::now();
+      total += std::chrono::duration<double>(now - lap).count();
+      lap = now;
+    };
+    // 1. A view of the round's own, without the dead.
+    try {
+      group_->with([&](Group& g) {
+        if (!g.changing() && !g.fresh_view()) g.request_change();
+        if (g.changing()) g.recover();
+      });
+    } catch (const MembershipError& e) {
+      throw Error(Errc::Internal, e.what());
+    }
+    add_lap(change_seconds_);
+    // A spare answers the members' roster; it never starts one.
+    if (spare) {
+      const Roster state = await_roster();
+      if (state == Roster::Changing) continue;
+      if (state == Roster::MembersGone) {
+        RoundOutcome out;
+        out.no_members = true;
+        return out;
+      }
+    }
+    // 2. The roster.
+    std::vector<MemberId> view;
+    int rank = 0;
+    std::uint64_t epoch = 0;
+    const auto got = group_->with([&](Group& g) {
+      view = g.members();
+      rank = g.rank();
+      epoch = g.epoch();
+      return g.allgather(std::string(reinterpret_cast<const char*>(&me), sizeof me), group_->wait_seconds());
+    });
+    add_lap(roster_seconds_);
+    if (!got) continue;  // the view changes: round again
+    roster_view_ = epoch;
+    std::vector<RosterEntry> roster(got->size());
+    for (std::size_t r = 0; r < got->size(); ++r) {
+      if ((*got)[r].size() != sizeof(RosterEntry))
+        throw Error(Errc::Internal, "spare pool: process " + std::to_string(view[r]) +
+                                        " sent a roster entry of another size (another build of ringmend?)");
+      std::memcpy(&roster[r], (*got)[r].data(), sizeof(RosterEntry));
+    }
+    // 3. The decision, and the grown group.
+    RosterDecision d = decide(roster, rank, mine);
+    RoundOutcome& out = d.out;
+    if (out.recovery_first) {
+      members_.clear();
+      for (std::size_t r = 0; r < roster.size(); ++r)
+        if (roster[r].entry.id != kNoMember) members_.push_back(view[r]);
+      return std::move(out);
+    }
+    spares_left_ = static_cast<int>(d.spares.size());
+    if (out.ending || out.no_members) return std::move(out);
+    if (!d.leaving.empty())
+      throw Error(Errc::FaultToleranceUnavailable,
+                  "releasing members is not available with the native membership (a job launched by srun)");
+    std::vector<MemberId> grown;
+    for (const auto& [position, r] : d.grown) {
+      grown.push_back(view[static_cast<std::size_t>(r)]);
+      out.infos.push_back(roster[static_cast<std::size_t>(r)].info);
+    }
+    members_ = grown;
+    std::sort(members_.begin(), members_.end());
+    spares_left_ = out.spares_left;
+    if (d.in_grown)
+      out.grown = std::make_unique<NativeControl>(group_, std::move(grown), epoch);
+    else
+      out.infos.clear();
+    return std::move(out);
+  }
+}
+
+}  // namespace ringmend::membership::native

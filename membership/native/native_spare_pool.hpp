@@ -1,0 +1,78 @@
+// The spare pool (spare_pool.hpp) over the native membership, for jobs under
+// plain srun (RINGMEND_SPARES=S makes the last S tasks spares).
+//
+// The pool is the native group itself: every process of the job is in its
+// view, members and spares alike, and an epoch's control group is a
+// NativeControl over its members only. A round takes a view of its own:
+//
+//   1. whoever starts it asks for a change of the view, with nobody
+//      suspected, unless the view is changing already (a failure) or this
+//      process has made no collective in the view yet (another process
+//      started the round); the view change drops the dead, spares too;
+//   2. the roster is the first all-gather of the new view, among every
+//      process of it (pool_roster.hpp decides from it);
+//   3. the grown group is a NativeControl over the staying members and the
+//      joiners, in position order, and the roster is its epoch's exchange.
+//
+// A spare waits by turning the group: a round has begun when the view has
+// changed since its last roster and a member has begun the roster of the
+// new one (members come at their next call: a spare never times a member
+// out for computing).
+//
+// No agreement on the roster: a process that completed the all-gather has
+// every process's entry, hence the decision of every other process that
+// completed it. One whose all-gather failed saw the view change, and so
+// will every other at its next step: a Grow build made in the old view
+// fails (its all-gathers are that view's), and a build that completed
+// somewhere meets the change at its first collective. Every process then
+// goes round again in the next view; a joiner whose build failed waits as
+// a spare again (its half-received state is written whole at the next
+// admission).
+//
+// Not offered: releasing members (a released process would have to leave
+// the view; refused with a clear error before any round).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "membership/native/native_control.hpp"
+#include "membership/spare_pool.hpp"
+
+namespace ringmend::membership::native {
+
+class NativeSparePool final : public SparePool {
+ public:
+  // `first`: the native membership's first view, every process of the job;
+  // the last `spares` of it (by id) are spares, the others the members,
+  // whose control group `members` becomes (null on a spare).
+  NativeSparePool(const NativeControl& first, int spares, std::unique_ptr<Control>& members);
+
+  bool is_spare() const override { return spare_; }
+  // The lowest id on this process's node (ids are world ranks).
+  int host() const override { return host_; }
+  bool one_node() const override { return one_node_; }
+  int spares_left() const override { return spares_left_; }
+  bool wait_for_round() override;
+  RoundOutcome round(const PoolEntry& mine, const MemberInfo& info) override;
+  std::string laps() const override;
+  double shrink_seconds() const override { return change_seconds_; }
+
+ private:
+  enum class Roster { Begun, Changing, MembersGone };
+  // Turns the group until a member begins the roster of this view, the
+  // view changes, or no member is left.
+  Roster await_roster();
+
+  std::shared_ptr<SharedGroup> group_;
+  bool spare_ = false;
+  int host_ = -1;
+  bool one_node_ = false;
+  int spares_left_ = 0;
+  std::vector<MemberId> members_;  // as of the last round
+  std::uint64_t roster_view_ = 0;  // the view of this process's last roster
+  double change_seconds_ = 0, roster_seconds_ = 0;
+};
+
+}  // namespace ringmend::membership::native
