@@ -174,6 +174,21 @@ std::vector<std::string> mpirun_command(const Placement& placement, const Comman
   return cmd;
 }
 
+std::vector<std::string> srun_command(const Placement& placement, const CommandOptions& o) {
+  std::vector<std::string> cmd{
+      o.mpirun, "--mpi=pmix", "--no-kill", "--kill-on-bad-exit=0", "-n", std::to_string(placement.ranks)};
+  if (!placement.hosts.empty()) {
+    std::string nodes;
+    for (const auto& h : placement.hosts)
+      for (int i = 0; i < h.count; ++i) nodes += (nodes.empty() ? "" : ",") + h.name;
+    cmd.insert(cmd.end(), {"-w", nodes, "-m", "arbitrary"});
+  }
+  if (o.cpus_per_task > 1) cmd.insert(cmd.end(), {"-c", std::to_string(o.cpus_per_task)});
+  if (o.oversubscribe) cmd.push_back("--overcommit");
+  cmd.insert(cmd.end(), o.program.begin(), o.program.end());
+  return cmd;
+}
+
 int ranks_in_mpirun_args(const std::vector<std::string>& args,
                          const std::function<bool(const std::string&)>& is_program) {
   int total = 0;

@@ -65,6 +65,16 @@ struct CommandOptions {
 //        -np N [--oversubscribe] [-x VAR...] [extra...] program args...
 std::vector<std::string> mpirun_command(const Placement& placement, const CommandOptions& options);
 
+// The native membership's launch (ringmend-run --launcher srun): every rank
+// a task of one srun step, placed as mpirun_command places them (`-m
+// arbitrary` with one node name per task, in order), with the options that
+// keep a step alive through a lost task or node (docs/slurm.md says why):
+// srun --mpi=pmix --no-kill --kill-on-bad-exit=0 -n N [-w n1,n1,n2,...
+//      -m arbitrary] [-c C] [--overcommit] program args...
+// `options.mpirun` is srun's path here; `ft_args`, `forward_env` and
+// `extra` do not apply (srun passes the whole environment on).
+std::vector<std::string> srun_command(const Placement& placement, const CommandOptions& options);
+
 // The rank count of an mpirun command line given as is (ringmend-run
 // --mpirun-args): the sum of its -n/-np/--np/-c values, one per application
 // context (contexts are separated by ':'), read up to each context's

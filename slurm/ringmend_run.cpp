@@ -47,6 +47,7 @@ struct Options {
   std::vector<std::string> exclude;  // nodes to leave out (--exclude, --exclude-file)
   std::string exclude_file;          // read at start; a lost node is added to it
   bool mpirun_args = false;          // --mpirun-args: `program` is mpirun's own command line
+  bool srun = false;                 // --launcher srun: the native membership, no mpirun
   bool verbose = false;
   bool quiet = false;
   std::vector<std::string> program;
@@ -122,6 +123,11 @@ void usage(FILE* out) {
       "      --mpirun-args ARGS  the rest of the command line is mpirun's own (options,\n"
       "                          program, arguments), passed as is with the FT arguments\n"
       "                          added; the outcome is reported as below (scripts/ft-mpirun)\n"
+      "      --launcher L        mpirun (default) or srun (RINGMEND_LAUNCHER): srun starts\n"
+      "                          the ranks as one step of the allocation on ringmend's own\n"
+      "                          membership, which survives a lost node (mpirun's job\n"
+      "                          ends: status 5); spares and grow work under both,\n"
+      "                          release only under mpirun\n"
       "  -v, --verbose           also say where mpirun and the FT arguments come from\n"
       "  -q, --quiet             do not print the command before running it\n"
       "  -h, --help              this text\n"
@@ -194,6 +200,7 @@ enum LongOnly {
   kExcludeFile,
   kMpirunArgs,
   kVersion,
+  kLauncher,
 };
 
 Options parse(int argc, char** argv) {
@@ -220,6 +227,7 @@ Options parse(int argc, char** argv) {
       {"exclude", required_argument, nullptr, kExclude},
       {"exclude-file", required_argument, nullptr, kExcludeFile},
       {"mpirun-args", no_argument, nullptr, kMpirunArgs},
+      {"launcher", required_argument, nullptr, kLauncher},
       {"verbose", no_argument, nullptr, 'v'},
       {"quiet", no_argument, nullptr, 'q'},
       {"help", no_argument, nullptr, 'h'},
@@ -227,6 +235,11 @@ Options parse(int argc, char** argv) {
       {nullptr, 0, nullptr, 0},
   };
   Options o;
+  if (const char* launcher = std::getenv("RINGMEND_LAUNCHER")) {
+    if (std::string(launcher) != "srun" && std::string(launcher) != "mpirun")
+      throw Fatal{"RINGMEND_LAUNCHER='" + std::string(launcher) + "': srun or mpirun"};
+    o.srun = std::string(launcher) == "srun";
+  }
   opterr = 0;
   int c;
   // '+': stop at the program name, so that its own options stay its own.
@@ -304,6 +317,11 @@ Options parse(int argc, char** argv) {
       case kMpirunArgs:
         o.mpirun_args = true;  // the rest is mpirun's: stop here
         break;
+      case kLauncher:
+        if (std::string(optarg) != "srun" && std::string(optarg) != "mpirun")
+          throw Fatal{"--launcher '" + std::string(optarg) + "': srun or mpirun"};
+        o.srun = std::string(optarg) == "srun";
+        break;
       case 'v':
         o.verbose = true;
         break;
@@ -326,6 +344,7 @@ Options parse(int argc, char** argv) {
   }
   for (int i = optind; i < argc; ++i) o.program.emplace_back(argv[i]);
   if (o.mpirun_args) {
+    if (o.srun) throw Fatal{"--mpirun-args and --launcher srun: mpirun's arguments need mpirun"};
     if (o.program.empty()) throw Fatal{"--mpirun-args: no mpirun arguments follow (at least the program)"};
     const PlacementRequest& p = o.placement;
     if (p.ranks || p.nodes || p.ranks_per_node || p.oversubscribe || o.network_check || !o.exclude.empty() ||
@@ -335,6 +354,14 @@ Options parse(int argc, char** argv) {
           "written "
           "in mpirun's own arguments after it, not as ringmend-run options (spares: -x RINGMEND_SPARES=S)"};
     return o;
+  }
+  if (o.srun) {
+    if (!o.mpirun.empty()) throw Fatal{"--mpirun and --launcher srun: one launcher or the other"};
+    for (const std::string& a : o.extra)
+      if (a == "--mca" || (a != "-x" && !a.empty() && a[0] == '-'))
+        throw Fatal{"'" + a +
+                    "' is an mpirun option; with --launcher srun, srun passes the environment on "
+                    "and its own options come from SLURM_* variables"};
   }
   if (o.spares > 0) {
     if (!o.fault_tolerance) throw Fatal{"--spares needs fault tolerance: leave out --no-ft"};
@@ -760,6 +787,14 @@ int run_job(const std::vector<std::string>& cmd, int ranks, std::vector<std::str
   ::signal(SIGPIPE, SIG_IGN);
   ::close(fds[1]);
 
+  // srun waits for the step daemon of a lost node until Slurm declares the
+  // node down (SlurmdTimeout, minutes), while the ranks on the other nodes
+  // are long done: once a rank has finished, the ranks that have not
+  // reported within the grace period are taken as lost with their node,
+  // and srun is ended.
+  constexpr double kSrunGraceSeconds = 10;
+  double first_finished = 0;
+  bool srun_ended = false;
   std::vector<RankRecord> records;
   std::vector<std::string> lost_nodes;
   std::string pending;
@@ -768,6 +803,7 @@ int run_job(const std::vector<std::string>& cmd, int ranks, std::vector<std::str
         node && std::find(lost_nodes.begin(), lost_nodes.end(), *node) == lost_nodes.end())
       lost_nodes.push_back(*node);
     if (auto taken = take_record(line)) {
+      if (first_finished == 0 && taken->record.runtime_finished()) first_finished = wall_seconds();
       records.push_back(std::move(taken->record));
       if (!taken->text_before.empty()) {
         const std::string text = taken->text_before + "\n";
@@ -779,6 +815,21 @@ int run_job(const std::vector<std::string>& cmd, int ranks, std::vector<std::str
   };
   char buf[65536];
   for (;;) {
+    if (o.srun && !srun_ended) {
+      pollfd p{fds[0], POLLIN, 0};
+      if (::poll(&p, 1, 1000) == 0) {
+        if (first_finished > 0 && wall_seconds() - first_finished > kSrunGraceSeconds &&
+            static_cast<int>(records.size()) < ranks) {
+          std::fprintf(stderr,
+                       "ringmend-run: %d of %d ranks had not reported %.0f s after the first rank finished "
+                       "(lost with their node: srun waits for Slurm to declare it down); ending srun\n",
+                       ranks - static_cast<int>(records.size()), ranks, kSrunGraceSeconds);
+          ::kill(pid, SIGKILL);
+          srun_ended = true;
+        }
+        continue;
+      }
+    }
     const ssize_t n = ::read(fds[0], buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -816,6 +867,19 @@ int run_job(const std::vector<std::string>& cmd, int ranks, std::vector<std::str
       std::fprintf(stderr, "ringmend-run: warning: cannot add the lost node to %s\n", o.exclude_file.c_str());
   }
   return v.exit_status;
+}
+
+// --launcher srun: what would be mpirun's -x VAR=VALUE is set here, and srun
+// passes this environment on to every task; --no-ft keeps the tasks on MPI
+// alone (RINGMEND_MEMBERSHIP=mpi), as it does under mpirun.
+void use_environment_for_srun(const Options& o) {
+  for (std::size_t i = 0; i + 1 < o.extra.size(); ++i) {
+    if (o.extra[i] != "-x") continue;
+    const std::string& v = o.extra[++i];
+    if (const auto eq = v.find('='); eq != std::string::npos)
+      ::setenv(v.substr(0, eq).c_str(), v.substr(eq + 1).c_str(), 1);
+  }
+  if (!o.fault_tolerance) ::setenv("RINGMEND_MEMBERSHIP", "mpi", 1);
 }
 
 // --exclude-file: the nodes it lists (one or more per line, hostlist
@@ -881,17 +945,29 @@ int run(int argc, char** argv) {
         "its own job step through mpirun, and a step inside a step waits for resources forever. "
         "(Without fault tolerance, srun can start the program itself: srun --mpi=pmix ./app)"};
 
-  if (o.fault_tolerance && !RINGMEND_RUN_HAVE_ULFM)
+  if (o.srun && !env.allocation)
+    throw Fatal{
+        "--launcher srun starts the job as a step of a Slurm allocation, and this is not one: run it "
+        "in a batch script or an salloc shell"};
+  if (o.fault_tolerance && !RINGMEND_RUN_HAVE_ULFM && !o.srun)
     throw Fatal{
         "this ringmend was built against an MPI without ULFM (RINGMEND_REQUIRE_ULFM=OFF), so its programs "
         "cannot survive a rank failure. Launch with --no-ft, or rebuild ringmend with Open MPI 5 and ULFM"};
   if (!o.network_check_only && !o.mpirun_args) check_program(o.program[0]);
   read_exclude_file(o);
-  Mpirun mpirun = find_mpirun(o);
-  check_mpirun(mpirun, o.fault_tolerance, o.verbose);
+  Mpirun mpirun;
+  if (o.srun) {
+    mpirun.path = on_path("srun");
+    if (mpirun.path.empty()) throw Fatal{"--launcher srun: no srun on PATH"};
+    mpirun.from = "PATH";
+    use_environment_for_srun(o);
+  } else {
+    mpirun = find_mpirun(o);
+    check_mpirun(mpirun, o.fault_tolerance, o.verbose);
+  }
   FtArgs ft;
-  if (o.fault_tolerance) ft = fault_tolerance_args(self_dir);
-  if (o.verbose) {
+  if (o.fault_tolerance && !o.srun) ft = fault_tolerance_args(self_dir);
+  if (o.verbose && !o.srun) {
     std::fprintf(stderr, "ringmend-run: mpirun: %s (from %s)\n", mpirun.path.c_str(), mpirun.from.c_str());
     if (o.fault_tolerance) std::fprintf(stderr, "ringmend-run: FT arguments from %s\n", ft.source.c_str());
   }
@@ -985,10 +1061,11 @@ int run(int argc, char** argv) {
     }
     where = "not in a Slurm allocation: " + std::to_string(placement.ranks) + " ranks on this machine";
   }
-  const std::string ft_text = o.fault_tolerance
-                                  ? "fault tolerance on (Open MPI " + mpirun.version + " with ULFM)"
-                                  : "fault tolerance OFF (--no-ft): a rank failure will end the job";
-  const auto cmd = mpirun_command(placement, c);
+  const std::string ft_text =
+      !o.fault_tolerance ? "fault tolerance OFF (--no-ft): a rank failure will end the job"
+      : o.srun           ? "fault tolerance on (srun, the native membership: lost nodes are survived)"
+                         : "fault tolerance on (Open MPI " + mpirun.version + " with ULFM)";
+  const auto cmd = o.srun ? srun_command(placement, c) : mpirun_command(placement, c);
   if (o.dry_run) {
     std::printf("# %s; %s\n%s\n", where.c_str(), ft_text.c_str(), shell_join(cmd).c_str());
     return 0;

@@ -105,3 +105,21 @@ stop_steps() {
   local id
   for id in $(squeue -h -n "ringmend-$test_name" -o %i 2>/dev/null); do timeout -k 2 10 scancel "$id"; done
 }
+
+# power_off_when_running NODE PROGRAM LOG (run it in the background): once
+# two of PROGRAM's processes run on NODE, waits 1.5 s and powers NODE off
+# ($cluster kill-node); LOG says what happened, $work/job names the job.
+power_off_when_running() {
+  local node=$1 prog=$2 log=$3
+  for _ in $(seq 1 300); do
+    if [ "$(pgrep -f "$prog" | while read -r p; do
+      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -x "SLURMD_NODENAME=$node"; done | wc -l)" -ge 2 ]; then
+      squeue -h -n "ringmend-$test_name" -o %i 2>/dev/null | head -n 1 >"$work/job"
+      sleep 1.5
+      "$cluster" kill-node "$node" >"$log" 2>&1
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "the job's ranks never ran on $node" >"$log"
+}

@@ -18,20 +18,7 @@ grep -qx "NETNS=1" "${RINGMEND_CLUSTER_DIR:-/tmp/ringmend-cluster}/layout" 2>/de
 trap '"$cluster" heal-node n2 >/dev/null 2>&1; cleanup_jobs' EXIT
 
 lost=$work/lost-nodes
-( # the killer: once the job's ranks on n2 have run for a moment
-  for _ in $(seq 1 300); do
-    job=$(squeue -h -n "ringmend-$test_name" -o %i 2>/dev/null | head -n 1)
-    if [ -n "$job" ] && [ "$(pgrep -f "$train" | while read -r p; do
-      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -x "SLURMD_NODENAME=n2"; done | wc -l)" -ge 2 ]; then
-      sleep 1.5
-      echo "$job" >"$work/job"
-      "$cluster" kill-node n2 >"$work/killer.log" 2>&1
-      exit 0
-    fi
-    sleep 0.1
-  done
-  echo "the job's ranks never ran on n2" >"$work/killer.log"
-) &
+power_off_when_running n2 "$train" "$work/killer.log" &
 killer=$!
 
 batch 240 "$work/job.out" -N 2 --ntasks-per-node=2 --overcommit --no-kill -- \

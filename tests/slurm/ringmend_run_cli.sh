@@ -141,6 +141,16 @@ dry_run)
   command_is "--mpirun-args" "$head--prtemca odls_base_exec_agent $rank --oversubscribe -np 3 $app --steps=3"
   rr MPIEXEC="$mpirun" -- --dry-run --no-ft --mpirun-args -np 1 "$app"
   command_is "--mpirun-args --no-ft" "$mpirun $root--prtemca odls_base_exec_agent $rank -np 1 $app"
+  # --launcher srun: one srun step on the native membership, placed as mpirun would be.
+  if srun=$(command -v srun); then
+    rr "${alloc[@]}" -- --dry-run --launcher srun -n 3 "$app" --steps=3
+    ok "--launcher srun summary" "fault tolerance on (srun, the native membership"
+    command_is "--launcher srun" "$srun --mpi=pmix --no-kill --kill-on-bad-exit=0 -n 3 -w n001,n001,n002 -m arbitrary $rank $app --steps=3"
+    rr "${alloc[@]}" RINGMEND_LAUNCHER=srun -- --dry-run --spares 1 -n 2 "$app"
+    command_is "RINGMEND_LAUNCHER=srun with a spare" "$srun --mpi=pmix --no-kill --kill-on-bad-exit=0 -n 3 -w n001,n001,n002 -m arbitrary $rank $app"
+  else
+    echo "SKIP: --launcher srun: no srun on PATH"
+  fi
   ;;
 
 errors)
@@ -160,6 +170,12 @@ errors)
   err "Open MPI 5 without ULFM" "is Open MPI 5.0.7 built without ULFM" "no ftmpi extension" "--with-ft=ulfm"
   rr MPIEXEC=/nonexistent/mpirun -- --dry-run -n 1 "$app"
   err "MPIEXEC missing" "MPIEXEC names '/nonexistent/mpirun', which is not an executable file"
+  rr -- --launcher pbs "$app"
+  err "--launcher unknown" "--launcher 'pbs': srun or mpirun"
+  rr -- --launcher srun "$app"
+  err "--launcher srun outside an allocation" "--launcher srun starts the job as a step of a Slurm allocation"
+  rr "${alloc[@]}" -- --launcher srun --mca btl tcp "$app"
+  err "--launcher srun with an mpirun option" "'--mca' is an mpirun option"
   rr -- --dry-run --mpirun "$work/nothing" -n 1 "$app"
   err "--mpirun missing" "--mpirun names"
   rr MPIEXEC="$mpirun" SLURM_JOB_ID=42 'SLURM_JOB_NODELIST=n[1-2]' 'SLURM_TASKS_PER_NODE=2(x2)' -- --dry-run -n 5 "$app"

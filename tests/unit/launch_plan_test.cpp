@@ -129,6 +129,23 @@ TEST(Command, FaultToleranceHostsAndPassThroughInOrder) {
             "/opt/ompi/bin/mpirun -np 2 --oversubscribe ./app --steps=3 'a b'");
 }
 
+TEST(Command, SrunPlacesEveryTaskAndKeepsTheStepThroughLosses) {
+  CommandOptions o;
+  o.mpirun = "/usr/bin/srun";
+  o.ft_args = {"--with-ft", "ulfm"};  // mpirun's: not srun's
+  o.forward_env = {"RINGMEND_TIMEOUT"};
+  o.program = {"./app", "a b"};
+  const auto p = place_in_allocation(two_by_two, req(0), "");
+  EXPECT_EQ(shell_join(srun_command(p, o)),
+            "/usr/bin/srun --mpi=pmix --no-kill --kill-on-bad-exit=0 -n 4 -w n1,n1,n2,n2 -m arbitrary ./app "
+            "'a b'");
+  o.cpus_per_task = 2;
+  o.oversubscribe = true;
+  EXPECT_EQ(shell_join(srun_command(place_in_allocation(two_by_two, req(3), ""), o)),
+            "/usr/bin/srun --mpi=pmix --no-kill --kill-on-bad-exit=0 -n 3 -w n1,n1,n2 -m arbitrary -c 2 "
+            "--overcommit ./app 'a b'");
+}
+
 TEST(Command, ShellQuoting) {
   EXPECT_EQ(shell_quote("plain-word_1.2/x:y,z=3@%+"), "plain-word_1.2/x:y,z=3@%+");
   EXPECT_EQ(shell_quote("^han"), "'^han'");
