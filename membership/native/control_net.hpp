@@ -48,6 +48,7 @@ class ControlNet {
   // The job's key, when it is agreed after the network was opened (before
   // any peer is added).
   void set_job_key(std::uint64_t key) { job_key_ = key; }
+  std::uint64_t job_key() const { return job_key_; }
 
   void add_peer(MemberId id, const std::string& address);
   // Queues `frame` for `to`, connecting first if need be; written at once

@@ -93,6 +93,12 @@ const char* to_string(FrameKind kind) {
       return "BYE";
     case FrameKind::Exchange:
       return "EXCHANGE";
+    case FrameKind::Join:
+      return "JOIN";
+    case FrameKind::Welcome:
+      return "WELCOME";
+    case FrameKind::Record:
+      return "RECORD";
   }
   return "?";
 }
@@ -119,6 +125,11 @@ std::string encode(const Frame& f) {
       w.put(f.round);
       w.put_bytes(f.payload);
       break;
+    case FrameKind::Join:
+    case FrameKind::Welcome:
+    case FrameKind::Record:
+      w.put_bytes(f.payload);
+      break;
     case FrameKind::Heartbeat:
     case FrameKind::Bye:
       break;
@@ -140,7 +151,8 @@ std::optional<Frame> FrameReader::next() {
   Reader r(buffer_.data() + offset_ + sizeof length, length);
   Frame f;
   const auto kind = r.get<std::uint8_t>();
-  if (kind < 1 || kind > 6) throw std::runtime_error("control frame: unknown kind " + std::to_string(kind));
+  if (kind < 1 || kind > static_cast<std::uint8_t>(FrameKind::Record))
+    throw std::runtime_error("control frame: unknown kind " + std::to_string(kind));
   f.kind = static_cast<FrameKind>(kind);
   f.epoch = r.get<std::uint64_t>();
   f.from = r.get<MemberId>();
@@ -164,6 +176,11 @@ std::optional<Frame> FrameReader::next() {
     case FrameKind::Gather:
     case FrameKind::Exchange:
       f.round = r.get<std::uint64_t>();
+      f.payload = r.get_bytes();
+      break;
+    case FrameKind::Join:
+    case FrameKind::Welcome:
+    case FrameKind::Record:
       f.payload = r.get_bytes();
       break;
     case FrameKind::Heartbeat:

@@ -25,6 +25,16 @@ enum class FrameKind : std::uint8_t {
   Gather = 4,     // one member's contribution to an all-gather of its view
   Bye = 5,        // the sender leaves the job normally: its connections close, it did not fail
   Exchange = 6,   // bytes for one peer (a point-to-point exchange of the view)
+  // A process started after the job (a joiner) asks to be admitted; the
+  // payload is its record (group.hpp, PeerRecord).
+  Join = 7,
+  // To a joiner: the records of view `epoch`, one per line. It is admitted
+  // once it finds itself in one.
+  Welcome = 8,
+  // One joiner's record, sent before a protocol message that names it to a
+  // member that may not have heard of it yet (same connection: it arrives
+  // first).
+  Record = 9,
 };
 const char* to_string(FrameKind kind);
 
@@ -35,7 +45,7 @@ struct Frame {
   std::uint64_t job_key = 0;  // Hello
   Message protocol;           // Protocol
   std::uint64_t round = 0;    // Gather, Exchange
-  std::string payload;        // Gather, Exchange
+  std::string payload;        // Gather, Exchange, Join, Welcome, Record
 };
 
 // The bytes of `frame`, length prefix included.

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <sstream>
 #include <utility>
 
 #include "ringmend/core/log.hpp"
@@ -33,6 +35,17 @@ constexpr std::size_t kDecidedKept = 4;
 constexpr std::size_t kLaterKept = 4096;
 
 }  // namespace
+
+std::string to_text(const PeerRecord& r) {
+  return std::to_string(r.id) + " " + r.address + " " + r.node + " " + std::to_string(r.pid);
+}
+
+std::optional<PeerRecord> record_from_text(const std::string& line) {
+  char address[128] = {}, node[96] = {};
+  int id = 0, pid = 0;
+  if (std::sscanf(line.c_str(), "%d %127s %95s %d", &id, address, node, &pid) != 4) return std::nullopt;
+  return PeerRecord{id, address, node, pid};
+}
 
 Group::Group(std::unique_ptr<ControlNet> net, std::vector<PeerRecord> view, GroupSettings settings,
              std::uint64_t epoch)
@@ -100,12 +113,57 @@ void Group::deliver(std::vector<Message> messages) {
 }
 
 void Group::send(Message m) {
+  // A value that names a joiner goes after its record: the receiver may
+  // not have had the joiner's own JOIN yet, and needs its address.
+  for (MemberId id : m.value) {
+    if (std::binary_search(members_.begin(), members_.end(), id) || !records_.count(id)) continue;
+    Frame r;
+    r.kind = FrameKind::Record;
+    r.epoch = m.epoch;
+    r.from = self();
+    r.payload = to_text(records_.at(id));
+    net_->send(m.to, r);
+  }
   Frame f;
   f.kind = FrameKind::Protocol;
   f.epoch = m.epoch;
   f.from = self();
   f.protocol = std::move(m);
   net_->send(f.protocol.to, f);
+}
+
+void Group::welcome(MemberId joiner) {
+  Frame w;
+  w.kind = FrameKind::Welcome;
+  w.epoch = epoch_;
+  w.from = self();
+  for (MemberId m : members_) w.payload += to_text(records_.at(m)) + "\n";
+  net_->send(joiner, w);
+}
+
+void Group::admit(const Frame& join) {
+  const std::optional<PeerRecord> r = record_from_text(join.payload);
+  if (!r || r->id != join.from || r->id == self()) return;
+  const auto known = records_.find(r->id);
+  if (known != records_.end() && known->second.address != r->address) {
+    log(LogLevel::Warn, "native membership: a process asked to join as " + std::to_string(r->id) +
+                            ", an id already taken: ignored");
+    return;
+  }
+  if (std::binary_search(members_.begin(), members_.end(), r->id)) return;  // admitted already
+  records_[r->id] = *r;
+  net_->add_peer(r->id, r->address);
+  joining_.insert(r->id);
+  welcome(r->id);
+  log(LogLevel::Info, "native membership: view " + std::to_string(epoch_) + ": process " +
+                          std::to_string(r->id) + " on " + r->node + " asks to join");
+  change_->admit({r->id});
+  if (!change_->changing()) deliver(change_->request());
+  note_change();
+}
+
+void Group::deliver_frames(std::vector<Frame> frames) {
+  for (Frame& f : frames) dispatch(std::move(f));
 }
 
 void Group::note_change() {
@@ -121,6 +179,18 @@ void Group::dispatch(Frame f) {
     return;
   }
   if (f.kind == FrameKind::Heartbeat) return;
+  if (f.kind == FrameKind::Join) {
+    admit(f);
+    return;
+  }
+  if (f.kind == FrameKind::Record) {
+    if (const auto r = record_from_text(f.payload); r && !records_.count(r->id)) {
+      records_[r->id] = *r;
+      net_->add_peer(r->id, r->address);
+    }
+    return;
+  }
+  if (f.kind == FrameKind::Welcome) return;  // for joiners (join.hpp)
   if (f.epoch > epoch_) {
     // The sender is in a later view: this process missed a decision. It
     // takes part in a change of its own view, where a decided process
@@ -207,7 +277,10 @@ void Group::progress(int timeout_ms) {
   // Frames first: a peer that leaves normally says Bye before it closes
   // its connections and exits.
   for (Frame& f : events.frames) dispatch(std::move(f));
-  for (MemberId id : events.lost) suspect(id, "its connection closed");
+  for (MemberId id : events.lost) {
+    joining_.erase(id);  // a joiner that went away before its admission
+    suspect(id, "its connection closed");
+  }
   for (std::size_t i = first_pidfd; i < fds.size(); ++i)
     if (fds[i].revents)
       suspect(mate_ids_.at(static_cast<std::size_t>(mates_.index_at(i - first_pidfd))), "its process exited");
@@ -262,6 +335,19 @@ void Group::install(const std::vector<MemberId>& next) {
   ++epoch_;
   members_ = next;
   watch_view();
+  // The joiners admitted learn the view they are in; those left out (their
+  // JOIN came after the leader's proposal was fixed) are admitted by the
+  // next change.
+  for (auto j = joining_.begin(); j != joining_.end();) {
+    if (std::binary_search(members_.begin(), members_.end(), *j)) {
+      welcome(*j);
+      j = joining_.erase(j);
+      continue;
+    }
+    change_->admit({*j});
+    ++j;
+  }
+  if (!joining_.empty() && !change_->changing()) deliver(change_->request());
   std::vector<Frame> later;
   later.swap(later_);
   for (Frame& f : later) {

@@ -42,6 +42,11 @@ struct PeerRecord {
   int pid = 0;          // watched by pidfd from its node
 };
 
+// A record as one line of text, "id address node pid", and back (nothing
+// for a line that is not one).
+std::string to_text(const PeerRecord& record);
+std::optional<PeerRecord> record_from_text(const std::string& line);
+
 struct GroupSettings {
   double heartbeat_timeout = 1.0;  // RINGMEND_HEARTBEAT_TIMEOUT
   // How long a view change's leader waits for answers before it suspects
@@ -76,6 +81,7 @@ class Group {
   std::uint64_t epoch() const { return epoch_; }
   const std::vector<MemberId>& members() const { return members_; }  // sorted
   MemberId self() const { return net_->self(); }
+  std::uint64_t job_key() const { return net_->job_key(); }
   // This process's index in members().
   int rank() const;
 
@@ -119,8 +125,11 @@ class Group {
                                                           const std::string& mine, double timeout_seconds);
   // Asks for a change of the view with nobody suspected (ViewChange::request).
   void request_change();
-  // What `id` said about itself at start-up.
+  // What `id` said about itself at start-up (or when it asked to join).
   const PeerRecord& record(MemberId id) const { return records_.at(id); }
+  // Frames a joiner received for this view before it had its group
+  // (join.hpp): handled as if they came now.
+  void deliver_frames(std::vector<Frame> frames);
 
   // Leaves the job normally: the peers are told (Bye), so that the closed
   // connections are not taken for a failure.
@@ -138,6 +147,10 @@ class Group {
   void suspect(MemberId id, const char* why);
   void deliver(std::vector<Message> messages);
   void send(Message message);  // to another process
+  // A joiner's JOIN: its record kept, the current view sent back, and a
+  // change asked for that admits it (ViewChange::admit).
+  void admit(const Frame& join);
+  void welcome(MemberId joiner);  // the view's records, to a joiner
   // Marks when the change of this view began (the first input that began it).
   void note_change();
   void dispatch(Frame frame);
@@ -156,6 +169,7 @@ class Group {
   std::vector<MemberId> mate_ids_;  // by PeerWatch index
   std::set<MemberId> departed_;     // said Bye
   std::set<MemberId> suspected_;    // this view's, each reported once (a pidfd stays readable)
+  std::set<MemberId> joining_;      // asked to join, not in the view yet
   std::map<MemberId, Clock::time_point> heard_;
   Clock::time_point next_heartbeat_{}, round_deadline_{}, change_began_{};
   bool round_armed_ = false, change_noted_ = false, fenced_grace_served_ = false;

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include "membership/native/frame.hpp"
 #include "membership/native/group.hpp"
 #include "membership/native/heartbeat_ring.hpp"
+#include "membership/native/join.hpp"
 
 namespace ringmend::membership::native {
 namespace {
@@ -119,6 +121,7 @@ TEST(HeartbeatRing, LeadersWatchTheirPredecessorsAcrossNodes) {
 // ---- groups of real processes ----
 
 constexpr int kDone = 0, kFenced = 10, kGaveUp = 11, kWrong = 12, kCrashed = 13;
+constexpr MemberId kJoinerIds = MemberId{1} << 30;  // join.hpp
 
 struct Plan {
   int processes = 4;
@@ -127,6 +130,19 @@ struct Plan {
   GroupSettings settings{
       .heartbeat_timeout = 0.3, .round_timeout = 0.05, .recovery_timeout = 5, .fenced_grace = 0.2};
 };
+
+// A run that ended by an exception: the report says why, the exit code what.
+int ended_by(std::exception_ptr e, const std::string& report) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const MembershipError& m) {
+    std::ofstream(report) << "error " << m.what() << "\n";
+    return m.kind() == MembershipError::Kind::Fenced ? kFenced : kGaveUp;
+  } catch (const std::exception& x) {
+    std::ofstream(report) << "crashed " << x.what() << "\n";
+  }
+  return kCrashed;
+}
 
 // What one process of the group does: `rounds` all-gathers of "round:id",
 // each result checked, a recovery whenever the view changes. Writes
@@ -142,8 +158,12 @@ int run_member(Group& group, const Plan& plan, const std::string& report) {
       }
       const auto& members = group.members();
       if (all->size() != members.size()) return kWrong;
-      for (std::size_t i = 0; i < members.size(); ++i)
-        if ((*all)[i] != std::to_string(round) + ":" + std::to_string(members[i])) return kWrong;
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        const std::string want = std::to_string(round) + ":" + std::to_string(members[i]);
+        // A joiner does not know the round in its first all-gather: it says "x".
+        const bool joiners_first = members[i] >= kJoinerIds && (*all)[i] == "x:" + std::to_string(members[i]);
+        if ((*all)[i] != want && !joiners_first) return kWrong;
+      }
       ++round;
       const auto pause = std::chrono::steady_clock::now() + std::chrono::duration<double>(plan.round_pause);
       while (std::chrono::steady_clock::now() < pause) group.progress(5);
@@ -159,12 +179,40 @@ int run_member(Group& group, const Plan& plan, const std::string& report) {
     group.allgather("end", 10);
     group.leave();
     return kDone;
-  } catch (const MembershipError& e) {
-    std::ofstream(report) << "error " << e.what() << "\n";
-    return e.kind() == MembershipError::Kind::Fenced ? kFenced : kGaveUp;
-  } catch (const std::exception& e) {
-    std::ofstream(report) << "crashed " << e.what() << "\n";
-    return kCrashed;
+  } catch (...) {
+    return ended_by(std::current_exception(), report);
+  }
+}
+
+// A joiner's part: all-gathers in the members' rounds (the round learned
+// from the first), until the members' "end". Writes "epoch size" at the end.
+int run_joiner(Group& group, const std::string& report) {
+  try {
+    const std::string id = std::to_string(group.self());
+    std::string mine = "x:" + id;
+    for (int i = 0; i < 1000; ++i) {
+      group.progress(0);
+      auto all = group.allgather(mine, 10);
+      if (!all) {
+        group.recover();
+        mine = "x:" + id;
+        continue;
+      }
+      long round = -1;
+      for (std::size_t k = 0; k < all->size(); ++k) {
+        if (group.members()[k] >= kJoinerIds) continue;
+        if ((*all)[k] == "end") {
+          std::ofstream(report) << group.epoch() << " " << group.members().size() << "\n";
+          group.leave();
+          return kDone;
+        }
+        round = std::stol((*all)[k]);
+      }
+      mine = std::to_string(round + 1) + ":" + id;
+    }
+    return kWrong;
+  } catch (...) {
+    return ended_by(std::current_exception(), report);
   }
 }
 
@@ -203,6 +251,23 @@ class NativeGroup : public ::testing::Test {
       }
       pids_.push_back(pid);
     }
+    for (const PeerRecord& r : view) publish_record(dir_ + "/rendezvous", r, 42);
+  }
+  // Forks a process that joins the running group `after` seconds from now
+  // (process index plan.processes).
+  void start_joiner(const Plan& plan, double after) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(after));
+      try {
+        auto group = join_running_job(plan.settings, "lo", dir_ + "/rendezvous", 5);
+        ::_exit(run_joiner(*group, report(plan.processes)));
+      } catch (const std::exception& e) {
+        std::ofstream(report(plan.processes)) << "crashed " << e.what() << "\n";
+        ::_exit(kCrashed);
+      }
+    }
+    pids_.push_back(pid);
   }
   int wait_for(int i) {
     int status = 0;
@@ -228,6 +293,29 @@ TEST_F(NativeGroup, AllGathersWithoutFailures) {
     EXPECT_EQ(wait_for(i), kDone) << read_report(i);
     EXPECT_EQ(read_report(i), "0 0,1,2,3, 40\n");
   }
+}
+
+// A process started later asks to join (join.hpp) and is admitted: every
+// member and the joiner finish in a view of 4 that names it, and every
+// all-gather after it came holds its part.
+TEST_F(NativeGroup, AJoinerStartedLaterIsAdmitted) {
+  Plan plan;
+  plan.processes = 3;
+  plan.rounds = 60;
+  plan.round_pause = 0.02;
+  start(plan);
+  start_joiner(plan, 0.3);
+  for (int i = 0; i <= plan.processes; ++i) EXPECT_EQ(wait_for(i), kDone) << read_report(i);
+  for (int i = 0; i < plan.processes; ++i) {
+    std::istringstream report(read_report(i));
+    std::uint64_t epoch = 0;
+    std::string view;
+    report >> epoch >> view;
+    EXPECT_GE(epoch, 1u) << read_report(i);
+    EXPECT_EQ(std::count(view.begin(), view.end(), ','), 4) << "the view does not hold the joiner: " << view;
+    EXPECT_EQ(view.rfind("0,1,2,", 0), 0u) << view;
+  }
+  EXPECT_NE(read_report(plan.processes).find(" 4\n"), std::string::npos) << read_report(plan.processes);
 }
 
 // Member `victim` of `processes` SIGKILLed during the job: every survivor
