@@ -197,6 +197,7 @@ Settings Options::resolve() const {
                "RINGMEND_MPI_FINALIZE_TIMEOUT", parse_seconds, non_negative, positive_seconds);
   sizes.take(s.spares, spares, "spares", "RINGMEND_SPARES", parse_count, size_between(0, 1 << 20),
              "a number of spare processes, 0 or more");
+  flags.take(s.join, join, "join", "RINGMEND_JOIN", parse_bool, any_bool, "a boolean");
   const Source<SparePolicy> policies{read_environment};
   policies.take(
       s.spare_policy, spare_policy, "spare_policy", "RINGMEND_SPARE_POLICY", parse_spare_policy,

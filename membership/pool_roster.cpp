@@ -19,6 +19,8 @@ RosterDecision decide(const std::vector<RosterEntry>& roster, int rank, const Po
     else
       d.members.push_back(r);
   }
+  // Those that asked to join come first: they are wanted whatever the size.
+  std::stable_partition(d.spares.begin(), d.spares.end(), [&](int r) { return entry(r).joining != 0; });
   std::sort(d.members.begin(), d.members.end(),
             [&](int a, int b) { return entry(a).position < entry(b).position; });
   std::sort(d.leaving.begin(), d.leaving.end());
@@ -52,6 +54,11 @@ RosterDecision decide(const std::vector<RosterEntry>& roster, int rank, const Po
   out.target_size = target;
   out.no_members = d.members.empty();
   if (out.ending || out.no_members) return d;
+  // Joiners grow the job: each is wanted beyond the size the members keep.
+  const int asking = static_cast<int>(
+      std::count_if(d.spares.begin(), d.spares.end(), [&](int r) { return entry(r).joining != 0; }));
+  target = std::max(target, out.members + asking);
+  out.target_size = target;
   const int wanted = std::clamp(target - out.members, 0, static_cast<int>(d.spares.size()));
   out.joiners = one_step ? wanted : 0;
   out.held = wanted > 0 && !one_step;

@@ -58,6 +58,9 @@ struct PoolEntry {
   // The member without which that collective fails on every survivor (a
   // broadcast's root), if any: when it is lost, nobody joins either.
   MemberId needs = kNoMember;
+  // A spare that was started after the job and asked to join (RINGMEND_JOIN):
+  // admitted even when the job has its size, which then grows by it.
+  std::int32_t joining = 0;
   // This member recovers from a failure. A member that came for another
   // reason (spares to admit, a request) must join that recovery first: the
   // round decides nothing (RoundOutcome::recovery_first).
@@ -111,6 +114,13 @@ class SparePool {
   // the job will ever need a channel to another node.
   virtual bool one_node() const = 0;
   virtual int spares_left() const = 0;
+
+  // Before a recovery decides between a round of the pool and a plain
+  // shrink (spares_left()), on every member alike: the native pool first
+  // moves to a view past `members`' (the members' control group), whose
+  // processes beyond the members (spares, joiners) spares_left() counts
+  // then; ULFM's needs nothing.
+  virtual void settle(Control& members) { (void)members; }
 
   // A spare's wait for the next round, without spinning. Returns true when
   // a round has begun; false when every member is gone, which ends the job.

@@ -178,8 +178,8 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
   // From the first attempt at start-up (recovers_through_pool), which
   // stays open until the next epoch is agreed.
   membership::Epoch* from = epoch_.get();
-  if (!from) {
-    from = attempt_.get();
+  if (attempt_) {  // a build that failed here (recovers_through_pool says when)
+    if (!from) from = attempt_.get();
     retired_.push_back(std::move(attempt_));
   }
   const std::uint64_t old_epoch = from->number;
@@ -285,8 +285,12 @@ void Communicator::Impl::serve_as_spare() {
   for (int rounds = 0;; ++rounds) {
     if (faults_.armed()) faults_.at(FaultPhase::Spare, 0, rounds, 0);
     if (!pool_->wait_for_round()) throw SpareDismissed{1, "every member of the job is gone"};
-    membership::RoundOutcome round = pool_->round(
-        membership::PoolEntry{}, builder_.identify(nullptr, membership::MemberInfo{}, true, true));
+    // A process started later (RINGMEND_JOIN) asks to join, and takes the
+    // member id the members give it; a spare of the job keeps its world rank.
+    membership::PoolEntry entry;
+    entry.joining = settings_.join ? 1 : 0;
+    membership::RoundOutcome round =
+        pool_->round(entry, builder_.identify(nullptr, membership::MemberInfo{}, true, !settings_.join));
     if (round.ending) throw SpareDismissed{0, "the job finished without needing this spare"};
     if (round.no_members) throw SpareDismissed{1, "every member of the job is gone"};
     if (!round.joined) continue;
@@ -366,11 +370,17 @@ bool Communicator::Impl::transfer_state(const membership::Epoch& e, std::uint64_
   TransferWait wait(*this, e, e.crowd_this_machine(taking_part));
   // First the description (the joiners' next call, names and sizes), then
   // each entry, straight from the application's buffers to every joiner.
+  std::string passes;  // each pass's time, for the debug log
   const auto pass = [&](void* data, std::size_t bytes) {
+    const auto pass_start = Clock::now();
     if (!joining)
       coll::send_direct(channel, joiners, data, bytes, wait, chunk);
     else
       coll::receive_direct(channel, source, data, bytes, wait, chunk);
+    char text[64];
+    std::snprintf(text, sizeof text, "%s%zu B %.1f ms", passes.empty() ? "" : ", ", bytes,
+                  seconds_since(pass_start) * 1e3);
+    passes += text;
   };
   std::vector<StateRegistry::Part> parts;
   std::vector<std::byte> description;
@@ -411,6 +421,7 @@ bool Communicator::Impl::transfer_state(const membership::Epoch& e, std::uint64_
   }
   for (const auto& entry : d.entries) state_bytes_ += entry.second;
   state_seconds_ = seconds_since(start);
+  log(std::string(joining ? "state received: " : "state sent: ") + passes);
   if (joining) seq = current_seq_ = d.next_seq - 1;
   return true;
 }

@@ -102,17 +102,17 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
   const int spares = static_cast<int>(settings_.spares);
   target_size_ = world_size - spares;
   membership::Start start{std::move(native)};
-  if (spares > 0) {
-    if (spares >= world_size)
-      throw Error(Errc::InvalidArgument, std::to_string(spares) +
-                                             " spares (RINGMEND_SPARES) leave no member: the job has " +
-                                             std::to_string(world_size) + " processes");
-    if (const auto* first = dynamic_cast<const membership::native::NativeControl*>(start.members.get())) {
-      // The native membership: spares wait in its group.
-      pool_ = std::make_unique<membership::native::NativeSparePool>(*first, spares, start.members);
-      builder_.set_host(pool_->host());
-      if (pool_->is_spare()) return;  // the Runtime calls serve_as_spare()
-    }
+  if (spares > 0 && spares >= world_size)
+    throw Error(Errc::InvalidArgument, std::to_string(spares) +
+                                           " spares (RINGMEND_SPARES) leave no member: the job has " +
+                                           std::to_string(world_size) + " processes");
+  if (const auto* first = dynamic_cast<const membership::native::NativeControl*>(start.members.get())) {
+    // The native membership: spares wait in its group, and so do processes
+    // that join later (every native job has a pool for them).
+    pool_ =
+        std::make_unique<membership::native::NativeSparePool>(*first, spares, settings_.join, start.members);
+    builder_.set_host(pool_->host());
+    if (pool_->is_spare()) return;  // the Runtime calls serve_as_spare()
   }
   if (spares > 0 && !pool_) {
     if (!fault_tolerant_)
@@ -652,12 +652,16 @@ void Communicator::Impl::log_failure_noticed(const membership::MemberInfo& mine,
 
 bool Communicator::Impl::recovers_through_pool() const {
   if (!pool_ || settings_.spare_policy != SparePolicy::Replace || pool_->spares_left() == 0) return false;
-  if (epoch_) return !attempt_;
-  // At start-up, the first build failed here. Under the native membership
-  // it may have completed on other members (its agreement is made uniform
-  // only by the next view change), which recover through the pool at their
-  // first call: so must this one. ULFM's agreement fails it on all.
-  return attempt_ && membership::mpi_comm_of(*attempt_->ctrl) == MPI_COMM_NULL;
+  const membership::Epoch* current = attempt_ ? attempt_.get() : epoch_.get();
+  if (!current) return false;
+  // Under the native membership a build's agreement is made uniform only by
+  // the next view change: a build (the first, or a shrink's) may have
+  // completed on some members and failed on others, who then recover from
+  // different epochs. All decide in the same view (SparePool::settle), so
+  // all take the pool alike, from whichever epoch they have. ULFM's
+  // agreement fails a build on all: the pool serves a ready epoch only.
+  if (membership::mpi_comm_of(*current->ctrl) == MPI_COMM_NULL) return true;
+  return epoch_ && !attempt_;
 }
 
 // Open MPI numbers the agreements on a communicator in order and pairs the
@@ -710,6 +714,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
   // admits their replacements (admission.cpp). Every member takes the same
   // branch: the pool's count and the epochs are the same on all of them.
   const Watchdog watchdog = recovery_watchdog("recovery");
+  if (pool_ && (epoch_ || attempt_)) pool_->settle(attempt_ ? *attempt_->ctrl : *epoch_->ctrl);
   if (recovers_through_pool()) return recover_with_spares(mine, cause);
   const auto start = Clock::now();
   const std::uint64_t old_epoch = epoch_ ? epoch_->number : 0;
@@ -751,6 +756,15 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
     if (!shrunk) {
       log("shrink failed (" + shrink_error + "), retrying");
       continue;
+    }
+    // The native membership's new view may hold a process that joined
+    // meanwhile: every member of the view sees it, and takes the pool.
+    if (pool_) {
+      pool_->settle(ctrl);
+      if (recovers_through_pool()) {
+        attempt_members_.clear();
+        return recover_with_spares(mine, cause);
+      }
     }
     // The lost members, in order of the shrunk communicator's ranks.
     membership::Shrink transition;

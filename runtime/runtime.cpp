@@ -12,6 +12,7 @@
 
 #include "membership/epoch_builder.hpp"
 #include "membership/native/bootstrap.hpp"
+#include "membership/native/join.hpp"
 #include "membership/native/native_control.hpp"
 #include "ringmend/core/outcome.hpp"
 #include "runtime/communicator_impl.hpp"
@@ -33,6 +34,9 @@ struct Runtime::Impl {
   // The native membership, when it runs the recoveries (a job started by
   // srun); null under ULFM or without fault tolerance.
   std::shared_ptr<membership::native::SharedGroup> group;
+  // Where this process published its record for joiners (join.hpp); empty
+  // when it did not.
+  std::string rendezvous_dir;
   std::unique_ptr<Communicator> world;
   // What this rank tells its launcher (ringmend/core/outcome.hpp).
   int outcome_fd = -1;
@@ -84,6 +88,9 @@ void close_and_finalize(Runtime::Impl& impl, bool bounded, const std::string& wh
   const bool finalize = !impl.world || !impl.world->left();
   impl.world.reset();
   if (impl.group) {
+    if (!impl.rendezvous_dir.empty())
+      membership::native::withdraw_record(impl.rendezvous_dir,
+                                          impl.group->with([](auto& g) { return g.self(); }));
     impl.group->leave();  // the peers are told: this end is no failure
     impl.group.reset();
   }
@@ -186,14 +193,40 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
     impl_->ft_status = "fault tolerance on (the native membership, heartbeat timeout " +
                        seconds_text(group.heartbeat_timeout) + "; docs/membership.md)";
   };
+  // A process started after the job joins it through the rendezvous
+  // directory: no MPI, no PMIx (its own srun step has a namespace of its
+  // own, not the job's).
+  if (impl_->settings.join) {
+    if (impl_->settings.spares != 0 || backend == MembershipBackend::Mpi)
+      throw Error(Errc::InvalidArgument,
+                  "RINGMEND_JOIN=1 joins a running job on the native membership: not with RINGMEND_SPARES or "
+                  "RINGMEND_MEMBERSHIP=mpi");
+    const std::string dir = membership::native::rendezvous_dir();
+    if (dir.empty())
+      throw Error(
+          Errc::InvalidArgument,
+          "RINGMEND_JOIN=1: no job to join (neither RINGMEND_RENDEZVOUS_DIR nor SLURM_JOB_ID is set)");
+    try {
+      impl_->group = std::make_shared<membership::native::SharedGroup>(
+          membership::native::join_running_job(group, impl_->settings.control_interface, dir,
+                                               group.recovery_timeout),
+          group.recovery_timeout);
+    } catch (const std::runtime_error& e) {
+      throw Error(Errc::Internal, std::string("RINGMEND_JOIN=1: ") + e.what());
+    }
+    native_first = membership::native::NativeControl::first_view(impl_->group);
+    rank = native_first->rank();
+    size = native_first->size();
+    native_status();
+  }
 #if RINGMEND_HAVE_PMIX
   // A job that srun started runs on the native membership, without MPI:
   // Slurm's mpi/pmix plugin ends the whole step as soon as a task it serves
   // dies while connected to it, and MPI stays connected until
   // MPI_Finalize. The native start-up takes the others' addresses from
   // Slurm's PMIx server and disconnects before any work begins.
-  if (!initialized && backend != MembershipBackend::Mpi && ulfm::detect_launcher() == ulfm::Launcher::Srun &&
-      membership::native::pmix_available()) {
+  if (!impl_->group && !initialized && backend != MembershipBackend::Mpi &&
+      ulfm::detect_launcher() == ulfm::Launcher::Srun && membership::native::pmix_available()) {
     impl_->group = std::make_shared<membership::native::SharedGroup>(
         membership::native::join_from_pmix(group, impl_->settings.control_interface), group.recovery_timeout);
     native_first = membership::native::NativeControl::first_view(impl_->group);
@@ -218,6 +251,20 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
           membership::native::start_over_mpi(MPI_COMM_WORLD, group, impl_->settings.control_interface);
       native_first = membership::native::NativeControl::first_view(impl_->group);
       native_status();
+    }
+  }
+  // Every process of a native group says where joiners find it.
+  if (impl_->group) {
+    impl_->rendezvous_dir = membership::native::rendezvous_dir();
+    if (!impl_->rendezvous_dir.empty()) {
+      try {
+        impl_->group->with([&](membership::native::Group& g) {
+          membership::native::publish_record(impl_->rendezvous_dir, g.record(g.self()), g.job_key());
+        });
+      } catch (const std::exception& e) {
+        log(LogLevel::Warn, std::string("no process can join this job later: ") + e.what());
+        impl_->rendezvous_dir.clear();
+      }
     }
   }
   if (impl_->group && rank == 0) log(LogLevel::Info, impl_->ft_status);

@@ -20,15 +20,18 @@ constexpr int kSpareTurnMs = 20;
 
 }  // namespace
 
-NativeSparePool::NativeSparePool(const NativeControl& first, int spares, std::unique_ptr<Control>& members)
+NativeSparePool::NativeSparePool(const NativeControl& first, int spares, bool joining,
+                                 std::unique_ptr<Control>& members)
     : group_(first.group()) {
   const std::vector<int> ids = first.world_ranks();  // sorted: the group's view
   const int job_size = static_cast<int>(ids.size()) - spares;
   members_.assign(ids.begin(), ids.begin() + job_size);
   spares_left_ = spares;
   group_->with([&](Group& g) {
-    roster_view_ = first.epoch();
-    spare_ = std::find(members_.begin(), members_.end(), g.self()) == members_.end();
+    // A joiner takes part in the roster of the view that admitted it.
+    roster_view_ = joining ? first.epoch() - 1 : first.epoch();
+    if (joining) std::erase(members_, g.self());
+    spare_ = joining || std::find(members_.begin(), members_.end(), g.self()) == members_.end();
     const std::string& node = g.record(g.self()).node;
     one_node_ = true;
     for (MemberId id : ids) {
@@ -57,6 +60,22 @@ NativeSparePool::Roster NativeSparePool::await_roster() {
       return std::nullopt;
     });
     if (state) return *state;
+  }
+}
+
+void NativeSparePool::settle(Control& members) {
+  const auto* control = dynamic_cast<const NativeControl*>(&members);
+  if (!control) return;
+  try {
+    group_->with([&](Group& g) {
+      if (g.epoch() == control->epoch() && !g.changing()) g.request_change();
+      if (g.changing()) g.recover();
+      spares_left_ = static_cast<int>(std::count_if(g.members().begin(), g.members().end(), [&](MemberId m) {
+        return !std::binary_search(members_.begin(), members_.end(), m);
+      }));
+    });
+  } catch (const MembershipError& e) {
+    throw Error(Errc::Internal, e.what());
   }
 }
 

@@ -29,6 +29,12 @@
 // a spare again (its half-received state is written whole at the next
 // admission).
 //
+// Joiners (processes started later, join.hpp) are spares that ask to join:
+// a round admits them even when the job has its size (it grows by them).
+// Every recovery of a native job decides between a round and a plain
+// shrink only after moving to its new view (settle()), so that the members
+// in one view decide alike whether a joiner has arrived.
+//
 // Not offered: releasing members (a released process would have to leave
 // the view; refused with a clear error before any round).
 #pragma once
@@ -46,14 +52,20 @@ class NativeSparePool final : public SparePool {
  public:
   // `first`: the native membership's first view, every process of the job;
   // the last `spares` of it (by id) are spares, the others the members,
-  // whose control group `members` becomes (null on a spare).
-  NativeSparePool(const NativeControl& first, int spares, std::unique_ptr<Control>& members);
+  // whose control group `members` becomes (null on a spare). `joining`: this
+  // process was started later and `first` is the view that admitted it
+  // (join.hpp): it is a spare, and the others are the members.
+  NativeSparePool(const NativeControl& first, int spares, bool joining, std::unique_ptr<Control>& members);
 
   bool is_spare() const override { return spare_; }
   // The lowest id on this process's node (ids are world ranks).
   int host() const override { return host_; }
   bool one_node() const override { return one_node_; }
   int spares_left() const override { return spares_left_; }
+  // Moves to a view past `members`' (a change asked for if none began),
+  // then counts the processes of the view that are not members: spares
+  // and joiners, the same count on every member in that view.
+  void settle(Control& members) override;
   bool wait_for_round() override;
   RoundOutcome round(const PoolEntry& mine, const MemberInfo& info) override;
   std::string laps() const override;

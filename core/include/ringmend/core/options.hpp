@@ -53,7 +53,11 @@ struct Settings {
   // start until admitted (docs/elastic.md). With policy Replace, a recovery
   // admits as many as members were lost, so the job keeps its size; with
   // Shrink, spares join only when the application asks (grow).
-  std::size_t spares = 0;                           // RINGMEND_SPARES
+  std::size_t spares = 0;  // RINGMEND_SPARES
+  // This process was started after the job (a later srun step): it joins
+  // the running job (the native membership's rendezvous) and is admitted
+  // like a spare at the members' next call; the job grows by it.
+  bool join = false;                                // RINGMEND_JOIN
   SparePolicy spare_policy = SparePolicy::Replace;  // RINGMEND_SPARE_POLICY: replace | shrink
   // Shared memory inside a node
   bool shm = true;  // RINGMEND_SHM=0: UCX even inside a node
@@ -99,6 +103,7 @@ struct Options {
   std::optional<double> timeout_seconds, recovery_timeout_seconds, heartbeat_timeout_seconds,
       start_timeout_seconds, finalize_timeout_seconds, mpi_finalize_timeout_seconds;
   std::optional<std::size_t> spares;
+  std::optional<bool> join;
   std::optional<SparePolicy> spare_policy;
   std::optional<MembershipBackend> membership;
   std::optional<std::string> control_interface;
