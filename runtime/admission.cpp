@@ -205,7 +205,9 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
     membership::PoolEntry entry = epoch_ ? member_entry(mine.seq) : first_member_entry(*from, mine.seq);
     // A joiner resumes inside this collective: not one that errs, that some
     // member has finished or that the application did not make itself.
-    entry.hold = mine.errc >= 0 || mine.finalizing || requesting_ || holding_spares_ ? 1 : 0;
+    // At start-up (no epoch yet: the native membership's first build
+    // failed here) the application has registered no state for a joiner.
+    entry.hold = mine.errc >= 0 || mine.finalizing || requesting_ || holding_spares_ || !epoch_ ? 1 : 0;
     entry.needs = call_root_;
     entry.recovering = 1;
     const auto round_start = Clock::now();

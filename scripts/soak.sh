@@ -14,7 +14,7 @@
 #   scripts/soak.sh [--rounds N] [--seed S] [--cluster] [--build DIR]
 #                   [--min-ranks A] [--max-ranks B] [--calls C] [--max-bytes M]
 #                   [--round-timeout SEC] [--start-window MS] [--keep DIR]
-#                   [--spares S] [--state-bytes B] [--stall MS]
+#                   [--spares S] [--state-bytes B] [--stall MS] [--node-loss]
 #
 # --spares S starts S spares beside the ranks (ringmend-run --spares): the
 # victims are drawn among ranks and spares, a spare admitted in a lost
@@ -32,6 +32,14 @@
 # must pass all the same. Keep MS well below RINGMEND_START_TIMEOUT (10 s
 # here): a longer stall during start-up is rightly a failed start.
 #
+# --node-loss (with --cluster): each job runs on three nodes through
+# `ringmend-run --launcher srun` (the native membership), and one of its
+# kills is a whole node powered off (scripts/cluster.sh kill-node) at a
+# random moment: every rank of that node is lost at once, the others must
+# finish as after any loss. The node is healed after the round; the node
+# leader's shared memory of a powered-off node is gone with it (here it is
+# removed, not counted as left over).
+#
 # --cluster runs each job across the two nodes of the local Slurm cluster
 # (scripts/cluster.sh start; salloc -N 2). The seed fixes every choice (job
 # size, victims, moments, the workers' call sequence): a failing round is
@@ -41,7 +49,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 rounds=20 seed=$(date +%s) cluster=0 build="$repo/build/test" min_np=4 max_np=8
 calls=200 max_bytes=$((16 << 20)) round_timeout=120 keep=${TMPDIR:-/tmp}/ringmend-soak start_window=0
-spares=0 state_bytes=$((1 << 20)) stall=0
+spares=0 state_bytes=$((1 << 20)) stall=0 node_loss=0
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
@@ -58,7 +66,8 @@ while [ $# -gt 0 ]; do
     --spares) spares=$2; shift 2 ;;
     --state-bytes) state_bytes=$2; shift 2 ;;
     --stall) stall=$2; shift 2 ;;
-    -h | --help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --node-loss) node_loss=1; shift ;;
+    -h | --help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "soak.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -67,6 +76,12 @@ launcher=$build/slurm/ringmend-run
 for f in "$worker" "$launcher"; do
   [ -x "$f" ] || { echo "soak.sh: $f not built (scripts/build.sh, or --build DIR)" >&2; exit 2; }
 done
+[ "$node_loss" = 1 ] && [ "$cluster" = 0 ] && { echo "soak.sh: --node-loss needs --cluster" >&2; exit 2; }
+if [ "$node_loss" = 1 ] && ! grep -qx "NETNS=1" "${RINGMEND_CLUSTER_DIR:-/tmp/ringmend-cluster}/layout" 2>/dev/null; then
+  echo "soak.sh: SKIPPED: --node-loss needs the cluster's nodes in network namespaces (scripts/cluster.sh start as root)"
+  exit 77
+fi
+cluster_script=$repo/scripts/cluster.sh
 if [ "$cluster" = 1 ]; then
   export SLURM_CONF=${SLURM_CONF:-${RINGMEND_CLUSTER_DIR:-/tmp/ringmend-cluster}/slurm.conf}
   command -v salloc >/dev/null || { echo "soak.sh: --cluster needs Slurm (scripts/bootstrap.sh --with-cluster-tools)" >&2; exit 2; }
@@ -74,7 +89,7 @@ if [ "$cluster" = 1 ]; then
 fi
 mkdir -p "$keep"
 RANDOM=$((seed % 32768))
-echo "soak: $rounds rounds, seed $seed, $min_np-$max_np ranks$([ "$spares" -gt 0 ] && echo " + $spares spare(s) with $state_bytes bytes of state"), $calls calls of up to $max_bytes bytes, $([ "$cluster" = 1 ] && echo "two Slurm nodes" || echo "one node")"
+echo "soak: $rounds rounds, seed $seed, $min_np-$max_np ranks$([ "$spares" -gt 0 ] && echo " + $spares spare(s) with $state_bytes bytes of state"), $calls calls of up to $max_bytes bytes, $([ "$node_loss" = 1 ] && echo "three Slurm nodes, one powered off per round" || { [ "$cluster" = 1 ] && echo "two Slurm nodes" || echo "one node"; })"
 
 declare -A count
 note() { count[$1]=$((${count[$1]:-0} + 1)); }
@@ -125,12 +140,22 @@ run_round() {
   fi
   local cmd=("$launcher" -q -n "$np" --oversubscribe)
   [ "$spares" -gt 0 ] && cmd+=(--spares "$spares")
-  if [ "$cluster" = 1 ]; then
+  # --node-loss: the node powered off, drawn after the rest (a seed
+  # without it plays as before), in place of the second kill.
+  local lost_node=""
+  if [ "$node_loss" = 1 ]; then
+    lost_node=n$((1 + RANDOM % 3))
+    cmd=(salloc -Q -N 3 -n "$procs" --overcommit --no-kill --immediate=30 "${cmd[@]}" --launcher srun -N 3)
+    victims=("${victims[0]}")
+    delays=("${delays[0]}")
+    draw_delay_ms
+    node_delay=$delay
+  elif [ "$cluster" = 1 ]; then
     cmd=(salloc -Q -N 2 -n "$procs" --overcommit --immediate=30 "${cmd[@]}" -N 2)
   fi
   cmd+=("$worker" --dir="$dir" --seed="$job_seed" --calls="$calls" --max-bytes="$max_bytes")
   [ "$spares" -gt 0 ] && cmd+=(--state-bytes="$state_bytes")
-  echo "round $round: $np ranks + $spares spare(s), kill ${victims[*]} at ${delays[*]} ms${stalled:+, stall $stalled at $stall_at ms for $stall_ms ms} (job seed $job_seed)" >"$dir/plan"
+  echo "round $round: $np ranks + $spares spare(s), kill ${victims[*]} at ${delays[*]} ms${lost_node:+, power $lost_node off at $node_delay ms}${stalled:+, stall $stalled at $stall_at ms for $stall_ms ms} (job seed $job_seed)" >"$dir/plan"
   RINGMEND_TIMEOUT=60 RINGMEND_START_TIMEOUT=10 timeout -k 5 "$round_timeout" "${cmd[@]}" >"$dir/out" 2>&1 &
   job=$!
   # A hang keeps its evidence: a job still running at two thirds of the
@@ -163,6 +188,23 @@ run_round() {
     ) &
     killers+=($!)
   done
+  if [ -n "$lost_node" ]; then
+    (
+      # Once every process has started (its pid file), the node's ranks are
+      # noted, then the node is powered off after its delay.
+      while [ "$(ls "$dir"/pid.* 2>/dev/null | wc -l)" -lt "$procs" ] && kill -0 "$job" 2>/dev/null; do sleep 0.005; done
+      kill -0 "$job" 2>/dev/null || exit 0
+      sleep "$(printf '%d.%03d' $((node_delay / 1000)) $((node_delay % 1000)))"
+      for f in "$dir"/pid.*; do
+        tr '\0' '\n' 2>/dev/null <"/proc/$(cat "$f")/environ" | grep -qx "SLURMD_NODENAME=$lost_node" &&
+          echo "${f##*.}" >>"$dir/on-lost-node"
+      done
+      [ -s "$dir/on-lost-node" ] || exit 0  # the job ended first
+      "$cluster_script" kill-node "$lost_node" >"$dir/kill-node.log" 2>&1 &&
+        while read -r v; do touch "$dir/killed.$v"; done <"$dir/on-lost-node"
+    ) &
+    killers+=($!)
+  fi
   if [ -n "$stalled" ]; then
     (
       while [ ! -s "$dir/pid.$stalled" ] && kill -0 "$job" 2>/dev/null; do sleep 0.005; done
@@ -180,6 +222,16 @@ run_round() {
   rc=$?
   wait "${killers[@]}" $sampler
   for v in "${victims[@]}"; do [ -e "$dir/killed.$v" ] && killed+=("$v"); done
+  local node_text=""
+  if [ -n "$lost_node" ]; then
+    "$cluster_script" heal-node "$lost_node" >/dev/null 2>&1
+    if [ -s "$dir/on-lost-node" ] && grep -q "powered off" "$dir/kill-node.log" 2>/dev/null; then
+      node_text=", $lost_node powered off (ranks $(sort -n "$dir/on-lost-node" | tr '\n' ' ' | sed 's/ $//'))"
+      while read -r v; do [[ " ${killed[*]} " == *" $v "* ]] || killed+=("$v"); done <"$dir/on-lost-node"
+    else
+      node_text=", $lost_node not powered off (the job ended first)"
+    fi
+  fi
   local stall_text=""
   if [ -n "$stalled" ]; then
     stall_text=", stalled $stalled at $stall_at ms for $stall_ms ms"
@@ -232,6 +284,13 @@ run_round() {
   # say so with its own status.
   local started_any=0 did_not_start=0
   for v in "${survivors[@]}"; do grep -q '^started' "$dir/results.$v" 2>/dev/null && started_any=1; done
+  # Under srun, a task that dies before it has left Slurm's PMIx makes
+  # Slurm end the whole step, started or not (docs/slurm.md): the launcher
+  # must say the job did not start.
+  local step_ended_by_slurm=0
+  if [ "$node_loss" = 1 ] && grep -qE "srun: Force Terminated|\*\*\* STEP .* CANCELLED AT" "$dir/out"; then
+    step_ended_by_slurm=1 started_any=0
+  fi
   if [ "$started_any" = 0 ] && [ $((${#lost_for_real[@]} + spares_lost)) -gt 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ]; then
     did_not_start=1
     [ "$rc" = 4 ] && grep -q "the job did not start" "$dir/out" ||
@@ -258,6 +317,13 @@ run_round() {
       theirs=$(grep -v '^started' "$ref" | tail -n "$(printf '%s\n' "$mine" | wc -l)")
       [ "$mine" = "$theirs" ] && [ -n "$mine" ] ||
         problems+=("joiner $v logged other results than member $(basename "$ref" | cut -d. -f2) from its first call (diff $ref $f)")
+    elif [ "$node_loss" = 1 ]; then
+      # The native membership's first epoch is not uniform: a member lost
+      # while the job started may be lost at start for some members and in
+      # their first call for others (docs/membership.md, "Start-up"). From
+      # the first call on, every survivor logs the same.
+      cmp -s <(grep -v '^started' "$ref") <(grep -v '^started' "$f") ||
+        problems+=("members $(basename "$ref" | cut -d. -f2) and $v logged different results (diff $ref $f)")
     elif ! cmp -s "$ref" "$f"; then
       problems+=("members $(basename "$ref" | cut -d. -f2) and $v logged different results (diff $ref $f)")
     fi
@@ -281,13 +347,19 @@ run_round() {
   for f in "$dir"/pid.*; do
     pid=$(cat "$f" 2>/dev/null) || continue
     for seg in /dev/shm/ringmend-"$pid"-*; do
-      [ -e "$seg" ] && { problems+=("left in /dev/shm: $seg"); rm -f "$seg"; }
+      [ -e "$seg" ] || continue
+      # A powered-off node's memory is gone with it; this test bed shares
+      # /dev/shm between its nodes, so it is removed here.
+      grep -qx "${f##*.}" "$dir/on-lost-node" 2>/dev/null || problems+=("left in /dev/shm: $seg")
+      rm -f "$seg"
     done
   done
 
   local outcome
   if [ "${#problems[@]}" -gt 0 ]; then
     outcome=FAILED
+  elif [ "$did_not_start" = 1 ] && [ "$step_ended_by_slurm" = 1 ]; then
+    outcome="ended by Slurm: a task died before it left srun's PMIx (launcher exit 4)"
   elif [ "$did_not_start" = 1 ]; then
     outcome="did not start: a rank died inside MPI_Init (launcher exit 4, every survivor stopped)"
   elif [ "$start_errors" -gt 0 ]; then
@@ -316,13 +388,15 @@ run_round() {
   # ringmend-run's summary), for every round where the survivors finished.
   local ended
   ended=$(sed -n 's/.*the job ended \([0-9.]*\) s after the last rank.s last call.*/\1/p' "$dir/out" | head -n 1)
-  [ -n "$ended" ] && shutdowns+=("$ended")
+  [ -n "$ended" ] && [ -z "$node_text" ] && shutdowns+=("$ended")
   # UCX refusing a connect to a dead peer must never take a survivor along.
   grep -q "UCX  ERROR connect(.*Connection refused" "$dir/out" && [ "$outcome" != FAILED ] && ucx_refused=$((ucx_refused + 1))
-  printf 'round %d: %d ranks, killed %s at %s ms%s: %s%s\n' "$round" "$np" "${killed[*]:-none}" "${delays[*]}" \
-    "$stall_text" "$outcome" "${ended:+ (ended ${ended} s after the last call)}"
+  printf 'round %d: %d ranks, killed %s at %s ms%s%s: %s%s\n' "$round" "$np" "${killed[*]:-none}" "${delays[*]}" \
+    "$node_text" "$stall_text" "$outcome" "${ended:+ (ended ${ended} s after the last call)}"
   local slow_shutdown=0
-  [ -n "$ended" ] && awk -v e="$ended" 'BEGIN { exit !(e > 1) }' && slow_shutdown=1
+  # (After a node's loss ringmend-run ends srun itself, 10 s after the
+  # survivors finished: not a slow end.)
+  [ -n "$ended" ] && [ -z "$node_text" ] && awk -v e="$ended" 'BEGIN { exit !(e > 1) }' && slow_shutdown=1
   if [ "$slow_shutdown" = 1 ] && [ "$outcome" != FAILED ]; then
     echo "    the job took ${ended} s to end after its last call; kept: $dir"
     grep -E "watchdog|did not return" "$dir/out" | sed 's/^/    | /'

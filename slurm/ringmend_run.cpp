@@ -789,12 +789,20 @@ int run_job(const std::vector<std::string>& cmd, int ranks, std::vector<std::str
 
   // srun waits for the step daemon of a lost node until Slurm declares the
   // node down (SlurmdTimeout, minutes), while the ranks on the other nodes
-  // are long done: once a rank has finished, the ranks that have not
-  // reported within the grace period are taken as lost with their node,
-  // and srun is ended.
+  // are long done. Once the job is over for the ranks that can still say
+  // so, the ranks that have not reported within a grace period are taken
+  // as lost with their node, and srun is ended. Over means: a rank
+  // finished; or Slurm ended the step (a task died before it left PMIx);
+  // or a rank's start-up failed, the others' then ending within their own
+  // start-up bound (RINGMEND_START_TIMEOUT).
   constexpr double kSrunGraceSeconds = 10;
-  double first_finished = 0;
+  double over_at = 0, grace = kSrunGraceSeconds;
   bool srun_ended = false;
+  const auto job_over = [&](double extra) {
+    if (over_at == 0) over_at = wall_seconds(), grace = kSrunGraceSeconds + extra;
+  };
+  double start_bound = 120;
+  if (const char* t = std::getenv("RINGMEND_START_TIMEOUT")) start_bound = std::max(0.0, std::atof(t));
   std::vector<RankRecord> records;
   std::vector<std::string> lost_nodes;
   std::string pending;
@@ -802,8 +810,18 @@ int run_job(const std::vector<std::string>& cmd, int ranks, std::vector<std::str
     if (auto node = lost_daemon_node(line);
         node && std::find(lost_nodes.begin(), lost_nodes.end(), *node) == lost_nodes.end())
       lost_nodes.push_back(*node);
+    if (o.srun && (line.find("srun: Force Terminated") != std::string_view::npos ||
+                   (line.find("*** STEP ") != std::string_view::npos &&
+                    line.find(" CANCELLED AT ") != std::string_view::npos)))
+      job_over(0);
     if (auto taken = take_record(line)) {
-      if (first_finished == 0 && taken->record.runtime_finished()) first_finished = wall_seconds();
+      if (taken->record.runtime_finished()) job_over(0);
+      const RankRecord& r = taken->record;
+      // A start-up that failed (not a process killed: the others go on).
+      if (r.start_timed_out() || r.mpi_init_failed() ||
+          (r.how == RankRecord::End::Exited && r.runtime_used() && !r.runtime_started() &&
+           !r.unadmitted_spare()))
+        job_over(start_bound);
       records.push_back(std::move(taken->record));
       if (!taken->text_before.empty()) {
         const std::string text = taken->text_before + "\n";
@@ -818,12 +836,12 @@ int run_job(const std::vector<std::string>& cmd, int ranks, std::vector<std::str
     if (o.srun && !srun_ended) {
       pollfd p{fds[0], POLLIN, 0};
       if (::poll(&p, 1, 1000) == 0) {
-        if (first_finished > 0 && wall_seconds() - first_finished > kSrunGraceSeconds &&
-            static_cast<int>(records.size()) < ranks) {
-          std::fprintf(stderr,
-                       "ringmend-run: %d of %d ranks had not reported %.0f s after the first rank finished "
-                       "(lost with their node: srun waits for Slurm to declare it down); ending srun\n",
-                       ranks - static_cast<int>(records.size()), ranks, kSrunGraceSeconds);
+        if (over_at > 0 && wall_seconds() - over_at > grace && static_cast<int>(records.size()) < ranks) {
+          std::fprintf(
+              stderr,
+              "ringmend-run: %d of %d ranks had not reported %.0f s after the job was over for the "
+              "others (lost with their node: srun waits for Slurm to declare it down); ending srun\n",
+              ranks - static_cast<int>(records.size()), ranks, grace);
           ::kill(pid, SIGKILL);
           srun_ended = true;
         }

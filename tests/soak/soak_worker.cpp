@@ -97,7 +97,9 @@ int main(int argc, char** argv) {
   const int calls = std::stoi(option(argc, argv, "calls", "60"));
   const std::size_t max_bytes = std::stoull(option(argc, argv, "max-bytes", "16777216"));
   const std::size_t state_bytes = std::stoull(option(argc, argv, "state-bytes", "0"));
+  // The launcher's rank: mpirun's, else srun's (ringmend-run --launcher srun).
   const char* world_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (!world_rank) world_rank = std::getenv("SLURM_PROCID");
   std::ofstream(dir + "/pid." + (world_rank ? world_rank : "x")) << ::getpid() << "\n";
 
   std::ofstream log;
