@@ -173,8 +173,7 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving, bo
 }
 
 Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
-    const membership::MemberInfo& mine, const std::string& cause) {
-  const auto start = Clock::now();
+    const membership::MemberInfo& mine, const std::string& cause, Clock::time_point start, double settled) {
   // From the first attempt at start-up (recovers_through_pool), which
   // stays open until the next epoch is agreed.
   membership::Epoch* from = epoch_.get();
@@ -192,7 +191,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
   const int old_size = from->ctrl->size();
   stop_device_collectives();
   log_failure_noticed(mine, cause);
-  double shrink_seconds = 0, pool_seconds = 0, rebuild_seconds = 0;
+  double shrink_seconds = settled, pool_seconds = settled, rebuild_seconds = 0;
   int attempts = 0;
   bool held = false;
   for (int attempt = 0;; ++attempt) {

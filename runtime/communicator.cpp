@@ -714,13 +714,16 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
   // admits their replacements (admission.cpp). Every member takes the same
   // branch: the pool's count and the epochs are the same on all of them.
   const Watchdog watchdog = recovery_watchdog("recovery");
-  if (pool_ && (epoch_ || attempt_)) pool_->settle(attempt_ ? *attempt_->ctrl : *epoch_->ctrl);
-  if (recovers_through_pool()) return recover_with_spares(mine, cause);
+  // The native pool moves to the recovery's view first (SparePool::settle):
+  // its time is the shrink's, and the recovery's from here.
   const auto start = Clock::now();
+  if (pool_ && (epoch_ || attempt_)) pool_->settle(attempt_ ? *attempt_->ctrl : *epoch_->ctrl);
+  const double settle_seconds = seconds_since(start);
+  if (recovers_through_pool()) return recover_with_spares(mine, cause, start, settle_seconds);
   const std::uint64_t old_epoch = epoch_ ? epoch_->number : 0;
   const int old_size = epoch_ ? epoch_->size : static_cast<int>(attempt_members_.size());
   RecoveryOutcome out;
-  double shrink_seconds = 0, rebuild_seconds = 0;
+  double shrink_seconds = settle_seconds, rebuild_seconds = 0;
   int attempts = 0;
   // NCCL has no failure detector: its kernels spin until stopped here.
   stop_device_collectives();
@@ -763,7 +766,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
       pool_->settle(ctrl);
       if (recovers_through_pool()) {
         attempt_members_.clear();
-        return recover_with_spares(mine, cause);
+        return recover_with_spares(mine, cause, start, shrink_seconds);
       }
     }
     // The lost members, in order of the shrunk communicator's ranks.

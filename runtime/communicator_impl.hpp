@@ -260,7 +260,10 @@ struct Communicator::Impl final : transport::WaitContext {
   // The recovery of a job with spares waiting (admission.cpp): one round of
   // the pool drops the dead and admits spares in their places, when every
   // member is in the same collective; else it only drops them.
-  RecoveryOutcome recover_with_spares(const membership::MemberInfo& mine, const std::string& cause);
+  // `start`: when the recovery began; `settled`: the seconds already spent
+  // dropping the dead (SparePool::settle), counted as the shrink's.
+  RecoveryOutcome recover_with_spares(const membership::MemberInfo& mine, const std::string& cause,
+                                      std::chrono::steady_clock::time_point start, double settled);
   void log_failure_noticed(const membership::MemberInfo& mine, const std::string& cause) const;
   // Bounds a recovery (`what`: "recovery", "admitting spares", ...) that
   // is inside an MPI call which never returns, from now until it is
