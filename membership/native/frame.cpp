@@ -123,6 +123,7 @@ std::string encode(const Frame& f) {
     case FrameKind::Gather:
     case FrameKind::Exchange:
       w.put(f.round);
+      w.put(f.tag);
       w.put_bytes(f.payload);
       break;
     case FrameKind::Join:
@@ -176,6 +177,7 @@ std::optional<Frame> FrameReader::next() {
     case FrameKind::Gather:
     case FrameKind::Exchange:
       f.round = r.get<std::uint64_t>();
+      f.tag = r.get<std::uint64_t>();
       f.payload = r.get_bytes();
       break;
     case FrameKind::Join:

@@ -45,7 +45,10 @@ struct Frame {
   std::uint64_t job_key = 0;  // Hello
   Message protocol;           // Protocol
   std::uint64_t round = 0;    // Gather, Exchange
-  std::string payload;        // Gather, Exchange, Join, Welcome, Record
+  // Gather: which all-gather of the round this is (a hash of its
+  // participants), so that two different ones never mix (group.hpp).
+  std::uint64_t tag = 0;
+  std::string payload;  // Gather, Exchange, Join, Welcome, Record
 };
 
 // The bytes of `frame`, length prefix included.

@@ -87,6 +87,7 @@ void Group::watch_view() {
   gather_round_ = exchange_round_ = 0;
   gathered_.clear();
   exchanged_.clear();
+  gather_tags_.clear();
 }
 
 void Group::suspect(MemberId id, const char* why) {
@@ -201,8 +202,10 @@ void Group::dispatch(Frame f) {
     return;
   }
   if (f.kind == FrameKind::Gather || f.kind == FrameKind::Exchange) {
-    if (f.epoch == epoch_)
+    if (f.epoch == epoch_) {
+      if (f.kind == FrameKind::Gather) gather_tags_[f.round][f.from] = f.tag;
       (f.kind == FrameKind::Gather ? gathered_ : exchanged_)[f.round][f.from] = std::move(f.payload);
+    }
     return;  // an earlier view's: that collective is over
   }
   if (f.kind != FrameKind::Protocol) return;
@@ -375,6 +378,12 @@ std::optional<std::map<MemberId, std::string>> Group::collect(FrameKind kind,
   f.from = self();
   f.round = round;
   f.payload = mine;
+  // An all-gather names its participants (FNV-1a over their ids, in order):
+  // two all-gathers of one round among different processes never mix.
+  if (gather) {
+    f.tag = 14695981039346656037ULL;
+    for (MemberId m : peers) f.tag = (f.tag ^ static_cast<std::uint32_t>(m)) * 1099511628211ULL;
+  }
   for (MemberId m : peers)
     if (m != self()) net_->send(m, f);
   rounds[round][self()] = mine;
@@ -384,6 +393,19 @@ std::optional<std::map<MemberId, std::string>> Group::collect(FrameKind kind,
     if (std::all_of(peers.begin(), peers.end(), [&](MemberId m) { return got.count(m) > 0; })) {
       std::map<MemberId, std::string> out = std::move(got);
       rounds.erase(round);
+      std::map<MemberId, std::uint64_t> tags = std::move(gather_tags_[round]);
+      gather_tags_.erase(round);
+      const auto other =
+          std::find_if(tags.begin(), tags.end(), [&](const auto& t) { return t.second != f.tag; });
+      if (gather && other != tags.end()) {
+        // A protocol error, not a failure: fail this collective everywhere
+        // (a change of the view, nobody suspected) rather than mix two.
+        log(LogLevel::Warn, "native membership: view " + std::to_string(epoch_) + ": process " +
+                                std::to_string(other->first) + " is in another all-gather of round " +
+                                std::to_string(round) + ": the view changes");
+        request_change();
+        return std::nullopt;
+      }
       return out;
     }
     if (change_->changing()) return std::nullopt;

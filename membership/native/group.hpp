@@ -175,6 +175,7 @@ class Group {
   bool round_armed_ = false, change_noted_ = false, fenced_grace_served_ = false;
   std::uint64_t gather_round_ = 0, exchange_round_ = 0;
   std::map<std::uint64_t, std::map<MemberId, std::string>> gathered_, exchanged_;  // this view's, by round
+  std::map<std::uint64_t, std::map<MemberId, std::uint64_t>> gather_tags_;         // the senders' Frame::tag
   std::vector<Frame> later_;  // frames of views not installed here yet
 };
 

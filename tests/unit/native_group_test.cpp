@@ -44,6 +44,7 @@ TEST(NativeFrame, EveryKindRoundTrips) {
   g.epoch = 2;
   g.from = 9;
   g.round = 41;
+  g.tag = 0xfeedface12345678ULL;
   g.payload = std::string("a\0b", 3);
   Frame h;
   h.kind = FrameKind::Hello;
@@ -65,6 +66,7 @@ TEST(NativeFrame, EveryKindRoundTrips) {
   auto b = reader.next();
   ASSERT_TRUE(b);
   EXPECT_EQ(b->round, 41u);
+  EXPECT_EQ(b->tag, 0xfeedface12345678ULL);
   EXPECT_EQ(b->payload, std::string("a\0b", 3));
   auto c = reader.next();
   ASSERT_TRUE(c);
