@@ -13,6 +13,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -92,6 +93,17 @@ int main(int argc, char** argv) {
                       change.seconds * 1e3, ids_text(change.lost).c_str());
         after = line;
         resumed = false;
+        // An all-gather is not uniform: some members may have completed the
+        // round this one failed. All go on from the furthest round (the
+        // runtime hands such a result over instead: a catch-up).
+        for (;;) {
+          auto rounds_now = group->allgather(std::to_string(round), 60);
+          if (rounds_now) {
+            for (const std::string& r : *rounds_now) round = std::max(round, std::stoi(r));
+            break;
+          }
+          group->recover();
+        }
         continue;
       }
       const auto& members = group->members();
