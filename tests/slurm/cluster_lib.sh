@@ -123,3 +123,23 @@ power_off_when_running() {
   done
   echo "the job's ranks never ran on $node" >"$log"
 }
+
+# wait_for_training DIR: until the training example logs a step in one of
+# DIR/out-*.log (at most 60 s); fails otherwise.
+wait_for_training() {
+  for _ in $(seq 1 600); do
+    [ "$(cat "$1"/out-*.log 2>/dev/null | grep -c '^step ')" -ge 1 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# wait_for_recovery DIR: until a recovery is logged in DIR/out-*.log (at
+# most 20 s); fails otherwise.
+wait_for_recovery() {
+  for _ in $(seq 1 200); do
+    grep -q "recovered from the loss" "$1"/out-*.log 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}

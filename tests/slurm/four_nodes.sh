@@ -25,17 +25,11 @@ export RINGMEND_TIMEOUT=60 RINGMEND_RECOVERY_TIMEOUT=20
 timeout -k 5 120 srun -J "ringmend-$test_name" --mpi=pmix -N 4 -n 8 --ntasks-per-node=2 --overcommit \
   --no-kill --kill-on-bad-exit=0 -o "$work/out-%t.log" "$train" --steps=12000 >"$work/srun.log" 2>&1 &
 srun_pid=$!
-for _ in $(seq 1 600); do
-  [ "$(cat "$work"/out-*.log 2>/dev/null | grep -c '^step ')" -ge 1 ] && break
-  sleep 0.1
-done
+wait_for_training "$work" || fail "the job did not start within 60 s"
 sleep 1
 {
   "$cluster" kill-node n2
-  for _ in $(seq 1 200); do
-    grep -q "recovered from the loss" "$work"/out-*.log 2>/dev/null && { echo "the job recovered from n2's loss"; break; }
-    sleep 0.1
-  done
+  wait_for_recovery "$work" && echo "the job recovered from n2's loss"
   "$cluster" kill-node n3
 } >"$work/fault.log" 2>&1
 for _ in $(seq 1 1200); do

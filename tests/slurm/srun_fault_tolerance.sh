@@ -41,10 +41,7 @@ run() {
   RINGMEND_FAULT=${fault_rules:-} RINGMEND_SPARES=${spares:-0} timeout -k 5 120 srun -J "ringmend-$test_name" --mpi=pmix -N 3 -n 6 --ntasks-per-node=2 --overcommit \
     --no-kill --kill-on-bad-exit=0 -o "$dir/out-%t.log" "$train" --steps=9000 >"$dir/srun.log" 2>&1 &
   local srun_pid=$!
-  for _ in $(seq 1 600); do
-    [ "$(cat "$dir"/out-*.log 2>/dev/null | grep -c '^step ')" -ge 1 ] && { started=1; break; }
-    sleep 0.1
-  done
+  wait_for_training "$dir" && started=1
   [ $started -eq 1 ] || { fail "$name: the job did not start within 60 s"; stop_steps; return 1; }
   sleep 1
   "$@" >"$dir/fault.log" 2>&1
@@ -94,16 +91,9 @@ matched() { # CASE SIZE "LOST IDS" [LEAST_EPOCH]
   done
   pass "$1: the loss of members $3 was recovered from"
 }
-wait_for_recovery() { # CASE: until a recovery is logged (at most 20 s)
-  for _ in $(seq 1 200); do
-    grep -q "recovered from the loss" "$work/$1"/out-*.log 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
 two_nodes() {
   "$cluster" kill-node n2
-  wait_for_recovery two-nodes && echo "the job recovered from n2's loss"
+  wait_for_recovery "$work/two-nodes" && echo "the job recovered from n2's loss"
   "$cluster" kill-node n3
 }
 
