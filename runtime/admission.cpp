@@ -122,7 +122,19 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving, bo
     std::vector<membership::MemberId> present = round.present, members = epoch_->members;
     std::sort(present.begin(), present.end());
     std::sort(members.begin(), members.end());
-    if (round.joiners == 0 && present == members) return true;  // nothing changed
+    if (round.joiners == 0 && present == members) {
+      // Nothing changed. Under the native membership the round had a view
+      // of its own, in which the epoch's control group (named for its view)
+      // would fail at its first use and cost a rebuild: the epoch goes on
+      // with the round's group over the same members instead. (A member
+      // whose roster failed meanwhile changes the view again: the others
+      // then recover as from any failure.)
+      if (native_membership() && round.grown && round.grown->world_ranks() == epoch_->ctrl->world_ranks()) {
+        round.grown->watch();
+        epoch_->ctrl = std::move(round.grown);
+      }
+      return true;
+    }
     if (faults_.armed()) faults_.at(FaultPhase::Admit, current_seq_, attempt, epoch_->number);
     if (build_grown(round, joiner_next_seq, mine)) break;
     log("a failure interrupted a round of the pool; another round");
@@ -209,6 +221,9 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
     entry.hold = mine.errc >= 0 || mine.finalizing || requesting_ || holding_spares_ || !epoch_ ? 1 : 0;
     entry.needs = call_root_;
     entry.recovering = 1;
+    // Policy shrink (the native membership recovers through the pool with
+    // it too): a spare replaces nobody; joiners still grow the job.
+    if (settings_.spare_policy != SparePolicy::Replace) entry.target_size = 0;
     const auto round_start = Clock::now();
     membership::RoundOutcome round = pool_round(entry, mine);
     pool_seconds += seconds_since(round_start);
@@ -458,19 +473,24 @@ void Communicator::Impl::join_recovery(std::uint64_t next_seq) {
   }
 }
 
-void Communicator::Impl::dismiss_spares() {
-  // No spare waits (and the pool may be the epoch's own communicator).
-  if (!pool_ || !epoch_ || pool_->spares_left() == 0) return;
+bool Communicator::Impl::ending_round() {
   membership::PoolEntry entry;
   entry.id = epoch_->my_id();
   entry.position = epoch_->app_rank();
   entry.view_size = epoch_->size;
   entry.target_size = target_size_;
   entry.ending = 1;
-  for (;;) {
+  membership::MemberInfo mine = my_state(seq + 1);
+  mine.finalizing = 1;
+  return !pool_round(entry, mine).recovery_first;
+}
+
+void Communicator::Impl::dismiss_spares() {
+  // No spare waits (and the pool may be the epoch's own communicator).
+  if (!pool_ || !epoch_ || native_membership() || pool_->spares_left() == 0) return;
+  while (!ending_round()) {
     membership::MemberInfo mine = my_state(seq + 1);
     mine.finalizing = 1;
-    if (!pool_round(entry, mine).recovery_first) return;
     recover(mine, "another member is recovering from a failure");
   }
 }

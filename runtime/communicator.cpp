@@ -651,17 +651,27 @@ void Communicator::Impl::log_failure_noticed(const membership::MemberInfo& mine,
 }
 
 bool Communicator::Impl::recovers_through_pool() const {
-  if (!pool_ || settings_.spare_policy != SparePolicy::Replace || pool_->spares_left() == 0) return false;
+  if (!pool_) return false;
   const membership::Epoch* current = attempt_ ? attempt_.get() : epoch_.get();
   if (!current) return false;
-  // Under the native membership a build's agreement is made uniform only by
-  // the next view change: a build (the first, or a shrink's) may have
+  // Under the native membership every recovery takes a round of the pool:
+  // its all-gathers are not uniform, so a member may recover while another
+  // passed the same step and went on to a round (a request, spares to
+  // admit); in one roster the latter learns it must join the recovery
+  // first, where a shrink would leave the two in different collectives.
+  // For the same reason a build (the first, or a recovery's) may have
   // completed on some members and failed on others, who then recover from
-  // different epochs. All decide in the same view (SparePool::settle), so
-  // all take the pool alike, from whichever epoch they have. ULFM's
-  // agreement fails a build on all: the pool serves a ready epoch only.
-  if (membership::mpi_comm_of(*current->ctrl) == MPI_COMM_NULL) return true;
+  // different epochs: all take the pool alike, from whichever epoch they
+  // have. ULFM's agreement is uniform: its pool serves a ready epoch only,
+  // and only to replace the lost.
+  if (native_membership()) return true;
+  if (settings_.spare_policy != SparePolicy::Replace || pool_->spares_left() == 0) return false;
   return epoch_ && !attempt_;
+}
+
+bool Communicator::Impl::native_membership() const {
+  const membership::Epoch* current = attempt_ ? attempt_.get() : epoch_.get();
+  return fault_tolerant_ && current && membership::mpi_comm_of(*current->ctrl) == MPI_COMM_NULL;
 }
 
 // Open MPI numbers the agreements on a communicator in order and pairs the
@@ -841,8 +851,19 @@ void Communicator::Impl::quiesce() {
   for (;;) {
     // A meeting (meet()): a survivor that needs this rank in a recovery
     // takes part in it too, and a plain failure is reported by it to every
-    // finalizing rank alike.
-    if (meet()) return;
+    // finalizing rank alike. Under the native membership, whose meeting is
+    // not uniform (some members could pass it and leave while the others
+    // recover), the pool's ending round is the meeting: a recovering
+    // member's entry sends the others to its recovery, and a member lost
+    // during it just drops out of the view. (Its barrier first lets every
+    // member finish its last call before the round's view change.)
+    if (native_membership()) {
+      int flag = 1;
+      (void)epoch_->ctrl->agree(flag, true);
+      if (ending_round()) return;
+    } else if (meet()) {
+      return;
+    }
     membership::MemberInfo mine = my_state(seq + 1);
     mine.finalizing = 1;
     RecoveryOutcome r = recover(mine, "failure while finalizing");

@@ -152,7 +152,12 @@ struct Communicator::Impl final : transport::WaitContext {
   // the arguments found before (reported by the request, on every member).
   CollectiveResult release(std::span<const int> ranks, const std::string& what, std::string bad);
   // After every member agreed to finish: the spares still waiting leave.
+  // (Under the native membership quiesce()'s ending round did it.)
   void dismiss_spares();
+  // A round of the pool that ends the job for the spares and finds every
+  // member finalizing; false when a member recovers: join that recovery,
+  // then come again. The native membership's meeting at finalize.
+  bool ending_round();
   // A spare, constructed but not yet a member.
   bool waiting_as_spare() const { return pool_ && pool_->is_spare(); }
   // Every process of the job (members and spares) started on one node.
@@ -188,7 +193,8 @@ struct Communicator::Impl final : transport::WaitContext {
   // `next_seq` (and hands its result of the call before to those behind).
   void join_recovery(std::uint64_t next_seq);
   // After a request's call, before its round of the pool: every member goes
-  // on to the round, or every member recovers first (resize.cpp).
+  // on to the round, or every member recovers first (resize.cpp). Under
+  // the native membership the round is that meeting itself.
   void meet_before_round();
   // A meeting point of the epoch (after a request's call, at finalize): an
   // agreement on its ctrl that every member makes once per meeting, either
@@ -197,10 +203,14 @@ struct Communicator::Impl final : transport::WaitContext {
   // that recovery then. Why both sides: communicator.cpp, above meet().
   bool meet();
   void meet_recovering();
-  // Whether a recovery goes through the pool (spares waiting, policy
-  // replace: recover_with_spares) rather than shrinking the epoch's ctrl;
-  // the same on every member.
+  // Whether a recovery goes through the pool (recover_with_spares: always
+  // under the native membership; under ULFM with spares waiting and policy
+  // replace) rather than shrinking the epoch's ctrl; the same on every
+  // member.
   bool recovers_through_pool() const;
+  // The epoch's control group is the native membership's (no MPI
+  // communicator under it).
+  bool native_membership() const;
   // Every member passes the same request (`a`, `b`), in one collective
   // call whose result goes to `result`; else every member throws alike.
   // `local_error` is this member's objection to its own arguments.

@@ -81,6 +81,16 @@ void Communicator::Impl::meet_before_round() {
   // agreement waits for every member, however long one is stuck: bounded
   // as a recovery is.
   const Watchdog watchdog = recovery_watchdog("the meeting before a change of membership");
+  if (native_membership()) {
+    // Its all-gathers are not uniform: the round's roster is the meeting
+    // (a recovering member's entry sends the others to its recovery,
+    // RoundOutcome::recovery_first). This barrier only lets every member
+    // finish the request's call before the round's view change would
+    // interrupt it; whether it passed here or not, every member goes on.
+    int flag = 1;
+    (void)epoch_->ctrl->agree(flag, true);
+    return;
+  }
   while (!meet()) join_recovery(seq + 1);
 }
 
@@ -101,8 +111,11 @@ CollectiveResult Communicator::Impl::grow(int count) {
   // The size asked for: the job keeps it (policy replace) until a release.
   target_size_ = kept_size() + count;
   // Decided alike on every member: the view and the pool's count are the
-  // same on all after the meeting.
-  if (target_size_ > view_.size && pool_->spares_left() > 0) regroup(seq + 1, false, true);
+  // same on all after the meeting. Under the native membership a round
+  // always (a member may have recovered meanwhile, and the pool's count is
+  // the roster's to say).
+  if (native_membership() || (target_size_ > view_.size && pool_->spares_left() > 0))
+    regroup(seq + 1, false, true);
   if (count > 0) {
     const int admitted = pending_ ? static_cast<int>(pending_->joined.size()) : 0;
     if (admitted < count && view_.rank == 0)
@@ -115,13 +128,14 @@ CollectiveResult Communicator::Impl::grow(int count) {
 
 CollectiveResult Communicator::Impl::release(std::span<const int> ranks, const std::string& what,
                                              std::string bad) {
-  // Releasing needs the pool's rounds, which need ULFM; every member has the
-  // same launch, so every member throws here alike.
-  if (!fault_tolerant_ || membership::mpi_comm_of(*epoch_->ctrl) == MPI_COMM_NULL)
+  // Releasing needs the pool's rounds, which need a fault-tolerant
+  // membership (ULFM or the native one); every member has the same launch,
+  // so every member throws here alike.
+  if (!fault_tolerant_)
     throw Error(Errc::FaultToleranceUnavailable,
                 what +
-                    ": releasing members needs ULFM (ringmend-run, or mpirun with ringmend's FT "
-                    "arguments, and an MPI with ULFM); the native membership (srun) cannot release yet");
+                    ": releasing members needs fault tolerance (ringmend-run, plain srun, or mpirun with "
+                    "ringmend's FT arguments and an MPI with ULFM)");
   std::vector<int> ids;
   for (int r : ranks) {
     if (!bad.empty()) break;
@@ -156,6 +170,22 @@ CollectiveResult Communicator::Impl::release(std::span<const int> ranks, const s
     result.released = ids;
     ringmend::log(LogLevel::Debug, what + ": this member leaves the job");
     return result;
+  }
+  // A member asked to leave that is gone now left, whether by the round or
+  // by dying meanwhile: every member says so alike (under the native
+  // membership one whose roster failed while the others' completed never
+  // saw the leavers go, and would call them lost).
+  if (pending_) {
+    auto& lost = pending_->lost;
+    for (int id : ids) {
+      const auto at = std::find(lost.begin(), lost.end(), id);
+      if (at == lost.end()) continue;
+      lost.erase(at);
+      pending_->released.push_back(id);
+    }
+    std::sort(pending_->released.begin(), pending_->released.end());
+    pending_->released.erase(std::unique(pending_->released.begin(), pending_->released.end()),
+                             pending_->released.end());
   }
   report_pending(result);
   return result;

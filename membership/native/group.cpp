@@ -91,6 +91,8 @@ void Group::watch_view() {
 
 void Group::suspect(MemberId id, const char* why) {
   if (departed_.count(id) || !std::binary_search(members_.begin(), members_.end(), id)) return;
+  // Decided here (left out, or installing): the view's news no longer matters.
+  if (change_->finished()) return;
   if (!suspected_.insert(id).second) return;
   log(LogLevel::Info, "native membership: view " + std::to_string(epoch_) + ": suspects member " +
                           std::to_string(id) + " (" + why + ")");
@@ -237,6 +239,10 @@ void Group::timers(Clock::time_point now) {
     for (MemberId m : ring_.node_of(leader)) suspect(m, "its node's leader sent no heartbeat");
   }
   if (change_->changing() && !change_->finished()) {
+    // A process that said Bye answers no more: the change need not wait a
+    // round for it.
+    for (MemberId d : departed_)
+      if (std::binary_search(members_.begin(), members_.end(), d)) deliver(change_->suspect(d));
     // A leader waits one round for answers; a member waits three for its
     // leader, whose own round began a message later.
     const auto round = [&] {
@@ -289,13 +295,23 @@ void Group::progress(int timeout_ms) {
   timers(Clock::now());
 }
 
-Group::Change Group::recover() {
+Group::Change Group::recover(bool leaving) {
   change_->stalled();  // the caller saw a collective stall, or the change began: take part
   note_change();
   const auto deadline = change_began_ + span(settings_.recovery_timeout);
   while (!change_->finished()) {
     if (Clock::now() > deadline) break;
     progress(10);
+  }
+  if (change_->mode() == Mode::Fenced && leaving) {
+    Change change;
+    change.epoch = epoch_ + 1;
+    change.left = true;
+    change.seconds = since(change_began_);
+    left_out_at_ = Clock::now();
+    log(LogLevel::Debug, "native membership: left out of view " + std::to_string(epoch_ + 1) + " " +
+                             ids_text(change_->next_view()) + ", as released");
+    return change;
   }
   if (change_->mode() == Mode::Fenced) {
     const std::string why = "member " + std::to_string(self()) + " was left out of view " +
@@ -389,6 +405,12 @@ std::optional<std::map<MemberId, std::string>> Group::collect(FrameKind kind,
   const auto deadline = Clock::now() + span(timeout_seconds);
   for (;;) {
     auto& got = rounds[round];
+    // A peer that said Bye before its part came will never send it.
+    if (std::any_of(peers.begin(), peers.end(),
+                    [&](MemberId m) { return departed_.count(m) && !got.count(m); })) {
+      request_change();
+      return std::nullopt;
+    }
     if (std::all_of(peers.begin(), peers.end(), [&](MemberId m) { return got.count(m) > 0; })) {
       std::map<MemberId, std::string> out = std::move(got);
       rounds.erase(round);
@@ -448,6 +470,18 @@ std::optional<std::map<MemberId, std::string>> Group::exchange(const std::vector
 
 void Group::request_change() { deliver(change_->request()); }
 
-void Group::leave() { net_->close_gracefully(epoch_, 1000); }
+void Group::release(const std::vector<MemberId>& leavers) {
+  change_->release(leavers);
+  deliver(change_->request());
+}
+
+void Group::leave() {
+  if (change_->mode() == Mode::Fenced && !fenced_grace_served_) {
+    const auto grace = left_out_at_ + span(settings_.fenced_grace);
+    while (Clock::now() < grace) progress(10);
+    fenced_grace_served_ = true;
+  }
+  net_->close_gracefully(epoch_, 1000);
+}
 
 }  // namespace ringmend::membership::native

@@ -96,11 +96,19 @@ class Group {
     std::uint64_t epoch = 0;
     std::vector<MemberId> lost;
     double seconds = 0;  // from the first suspicion (or the call) to the new view
+    bool left = false;   // recover(true): this process was left out, as it asked
   };
   // Takes part in the view change until the next view is installed.
   // Throws MembershipError when this process is left out (Fenced, after
   // the grace period) or no view was decided within the recovery timeout.
-  Change recover();
+  // `leaving`: this process is released from the job (release()); left
+  // out, it returns at once with Change::left set, still in the old view,
+  // and serves its grace period in leave().
+  Change recover(bool leaving = false);
+  // Asks for a change of the view that leaves `leavers` out: members
+  // released from the job (ViewChange::release). Every process that knows
+  // of the release calls it; the leavers take part in the change.
+  void release(const std::vector<MemberId>& leavers);
 
   // Every member's `mine`, in members() order, once all arrived; nothing
   // when the view begins to change meanwhile (or `timeout_seconds` pass:
@@ -132,7 +140,9 @@ class Group {
   void deliver_frames(std::vector<Frame> frames);
 
   // Leaves the job normally: the peers are told (Bye), so that the closed
-  // connections are not taken for a failure.
+  // connections are not taken for a failure. A process left out of the
+  // view (a released member) first answers for the rest of its grace
+  // period: it may be the only one that knows the decision.
   void leave();
 
   std::string describe() const { return change_->describe(); }
@@ -171,7 +181,7 @@ class Group {
   std::set<MemberId> suspected_;    // this view's, each reported once (a pidfd stays readable)
   std::set<MemberId> joining_;      // asked to join, not in the view yet
   std::map<MemberId, Clock::time_point> heard_;
-  Clock::time_point next_heartbeat_{}, round_deadline_{}, change_began_{};
+  Clock::time_point next_heartbeat_{}, round_deadline_{}, change_began_{}, left_out_at_{};
   bool round_armed_ = false, change_noted_ = false, fenced_grace_served_ = false;
   std::uint64_t gather_round_ = 0, exchange_round_ = 0;
   std::map<std::uint64_t, std::map<MemberId, std::string>> gathered_, exchanged_;  // this view's, by round

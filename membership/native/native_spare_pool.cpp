@@ -91,7 +91,17 @@ std::string NativeSparePool::laps() const {
 RoundOutcome NativeSparePool::round(const PoolEntry& mine, const MemberInfo& info) {
   change_seconds_ = roster_seconds_ = 0;
   const bool spare = mine.id == kNoMember;
+  const bool leaving = mine.leaving != 0;
   const RosterEntry me{mine, info};
+  std::vector<MemberId> released;  // left the view in this round, in position order
+  const auto left_out = [&] {
+    RoundOutcome out;
+    out.left = true;
+    out.released = released;
+    if (std::find(out.released.begin(), out.released.end(), mine.id) == out.released.end())
+      out.released.push_back(mine.id);
+    return out;
+  };
   for (;;) {
     auto lap = Clock::now();
     const auto add_lap = [&lap](double& total) {
@@ -99,16 +109,19 @@ RoundOutcome NativeSparePool::round(const PoolEntry& mine, const MemberInfo& inf
       total += std::chrono::duration<double>(now - lap).count();
       lap = now;
     };
-    // 1. A view of the round's own, without the dead.
+    // 1. A view of the round's own, without the dead. A leaver whose
+    // roster failed here while it completed elsewhere is left out by it.
+    bool gone = false;
     try {
       group_->with([&](Group& g) {
         if (!g.changing() && !g.fresh_view()) g.request_change();
-        if (g.changing()) g.recover();
+        if (g.changing()) gone = g.recover(leaving).left;
       });
     } catch (const MembershipError& e) {
       throw Error(Errc::Internal, e.what());
     }
     add_lap(change_seconds_);
+    if (gone) return left_out();
     // A spare answers the members' roster; it never starts one.
     if (spare) {
       const Roster state = await_roster();
@@ -150,9 +163,36 @@ RoundOutcome NativeSparePool::round(const PoolEntry& mine, const MemberInfo& inf
     }
     spares_left_ = static_cast<int>(d.spares.size());
     if (out.ending || out.no_members) return std::move(out);
-    if (!d.leaving.empty())
-      throw Error(Errc::FaultToleranceUnavailable,
-                  "releasing members is not available with the native membership (a job launched by srun)");
+    if (!d.leaving.empty()) {
+      // 4. A release: the leavers leave the view first, by a change that
+      // every process of the roster asks for and the leavers take part in
+      // (they count toward its quorums: releasing most of the job must not
+      // leave the rest without one). Then everyone rounds again in the new
+      // view, where the roster has no leaver; a process whose roster failed
+      // here (the change began before the last entry came) comes to the
+      // same roster. A leader that did not see this roster keeps the
+      // leavers: the next roster releases them again.
+      std::vector<MemberId> leavers;
+      for (const auto& [position, id] : d.leaving) leavers.push_back(id);
+      std::vector<MemberId> next;
+      try {
+        group_->with([&](Group& g) {
+          g.release(leavers);
+          gone = g.recover(leaving).left;
+          next = g.members();
+        });
+      } catch (const MembershipError& e) {
+        throw Error(Errc::Internal, e.what());
+      }
+      add_lap(change_seconds_);
+      for (MemberId id : leavers)
+        if (!std::binary_search(next.begin(), next.end(), id) &&
+            std::find(released.begin(), released.end(), id) == released.end())
+          released.push_back(id);
+      if (gone) return left_out();
+      continue;
+    }
+    out.released = released;
     std::vector<MemberId> grown;
     for (const auto& [position, r] : d.grown) {
       grown.push_back(view[static_cast<std::size_t>(r)]);

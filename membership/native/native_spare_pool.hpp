@@ -31,12 +31,18 @@
 //
 // Joiners (processes started later, join.hpp) are spares that ask to join:
 // a round admits them even when the job has its size (it grows by them).
-// Every recovery of a native job decides between a round and a plain
-// shrink only after moving to its new view (settle()), so that the members
-// in one view decide alike whether a joiner has arrived.
+// Every recovery of a native job takes a round (the runtime's
+// recovers_through_pool), so that a member that recovers and one that came
+// for a request or for spares meet in the same roster, which sends the
+// latter to the recovery first (RoundOutcome::recovery_first): the
+// native all-gathers are not uniform, and no meeting before a round could
+// promise that every member passed it.
 //
-// Not offered: releasing members (a released process would have to leave
-// the view; refused with a clear error before any round).
+// Releasing members: when the roster names leavers, every process of it
+// asks for a change of the view that leaves them out (Group::release); the
+// leavers take part in it, so that releasing most of the job still leaves
+// a quorum, and learn that they are out. Everyone else then rounds again in
+// the new view, with no leaver in the roster.
 #pragma once
 
 #include <memory>

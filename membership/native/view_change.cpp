@@ -1,6 +1,7 @@
 #include "membership/native/view_change.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 namespace ringmend::membership::native {
@@ -110,6 +111,11 @@ void ViewChange::admit(std::vector<MemberId> joiners) {
     if (!in_view(j)) insert_sorted(joiners_, j);
 }
 
+void ViewChange::release(std::vector<MemberId> leavers) {
+  for (MemberId l : leavers)
+    if (in_view(l)) insert_sorted(leavers_, l);
+}
+
 std::vector<Message> ViewChange::request() {
   std::vector<Message> out;
   if (finished()) return out;
@@ -170,7 +176,9 @@ void ViewChange::accept_phase(std::vector<Message>& out) {
   if (!best_accepted_.none()) {
     proposal_ = best_value_;  // may have been chosen already: keep it
   } else {
-    proposal_ = promisers_;  // who answered: alive and reachable
+    proposal_.clear();  // who answered (alive and reachable), less who leaves
+    std::set_difference(promisers_.begin(), promisers_.end(), leavers_.begin(), leavers_.end(),
+                        std::back_inserter(proposal_));
     for (MemberId j : joiners_) insert_sorted(proposal_, j);
   }
   mode_ = Mode::Accepting;

@@ -81,6 +81,11 @@ class ViewChange {
   // Processes to admit: added to this process's proposal if it leads one
   // that keeps no earlier value. Sorted, disjoint from the view.
   void admit(std::vector<MemberId> joiners);
+  // Members that leave the job (a release): left out of this process's
+  // proposal if it leads one that keeps no earlier value. They still take
+  // part in the change (their promises and acceptances count toward the
+  // quorums of view e) and learn the decision as a fenced member does.
+  void release(std::vector<MemberId> leavers);
 
   Mode mode() const { return mode_; }
   bool decided() const { return mode_ == Mode::Installed || mode_ == Mode::Fenced; }
@@ -115,6 +120,7 @@ class ViewChange {
   bool stalled_ = false;
   std::vector<MemberId> suspected_;  // sorted
   std::vector<MemberId> joiners_;    // sorted
+  std::vector<MemberId> leavers_;    // sorted, in the view
   // Acceptor
   Ballot promised_, accepted_;
   std::vector<MemberId> accepted_value_;

@@ -18,6 +18,8 @@
 #               off, and the spares take its members' places (size kept)
 #   spare-node  RINGMEND_SPARES=2: n3, holding only the spares, powered off;
 #               the members go on, with no member lost
+#   release     rank 2 (on n2) released at step 30 (it leaves the view by a
+#               view change), then n2 powered off: its other task is lost
 # Every case proves its fault landed (the victim died, the node was powered
 # off or cut during the job) and that the others learned of it.
 #   srun_fault_tolerance.sh TRAIN_LOGREG SOURCE_DIR
@@ -39,7 +41,7 @@ run() {
   dir=$work/$name
   mkdir -p "$dir"
   RINGMEND_FAULT=${fault_rules:-} RINGMEND_SPARES=${spares:-0} timeout -k 5 120 srun -J "ringmend-$test_name" --mpi=pmix -N 3 -n 6 --ntasks-per-node=2 --overcommit \
-    --no-kill --kill-on-bad-exit=0 -o "$dir/out-%t.log" "$train" --steps=9000 >"$dir/srun.log" 2>&1 &
+    --no-kill --kill-on-bad-exit=0 -o "$dir/out-%t.log" "$train" --steps=9000 ${train_args:-} >"$dir/srun.log" 2>&1 &
   local srun_pid=$!
   wait_for_training "$dir" && started=1
   [ $started -eq 1 ] || { fail "$name: the job did not start within 60 s"; stop_steps; return 1; }
@@ -90,6 +92,15 @@ matched() { # CASE SIZE "LOST IDS" [LEAST_EPOCH]
       { fail "$1: no recovery from the loss of member $id"; return; }
   done
   pass "$1: the loss of members $3 was recovered from"
+}
+released_then_n2() {
+  local _
+  for _ in $(seq 1 300); do
+    grep -q "released after step" "$work/release"/out-*.log 2>/dev/null && break
+    sleep 0.1
+  done
+  grep -h "released after step" "$work/release"/out-*.log
+  "$cluster" kill-node n2
 }
 two_nodes() {
   "$cluster" kill-node n2
@@ -164,4 +175,18 @@ else
   pass "spare-node: no member was lost"
 fi
 "$cluster" heal-node n3 >/dev/null
+
+train_args="--release-at=30 --release=2"
+run release released_then_n2
+train_args=""
+has "release: member 2 left, then n2 was powered off during the job" \
+  "member 2 released after step" "n2 powered off"
+has "release: the members saw it released" "membership change: member(s) 2 released: 5 ranks"
+matched release 4 "3"
+if grep -q "recovered from the loss of members\? .*\b2 (node" <<<"$out"; then
+  fail "release: the released member 2 was reported lost"
+else
+  pass "release: member 2 counted released, not lost"
+fi
+"$cluster" heal-node n2 >/dev/null
 finish

@@ -125,16 +125,64 @@ TEST(ViewChange, AJoinerEntersTheNextView) {
   EXPECT_EQ(*told_joiner, (Ids{0, 1, 7}));
 }
 
+// Members released from the job take part in the change that leaves them
+// out: three of four leave, the one that stays could not make a quorum
+// alone. The leader is one of the leavers; every leaver learns the
+// decision as a fenced member does, and the stayer installs a view of one.
+// Delivers every message, and what it causes, until none is left: no
+// loss, no crash.
+void deliver_all(std::map<MemberId, ViewChange>& p, std::deque<Message>& net) {
+  while (!net.empty()) {
+    Message m = net.front();
+    net.pop_front();
+    for (auto& out : p.at(m.to).receive(m)) net.push_back(std::move(out));
+  }
+}
+
+TEST(ViewChange, LeaversCountTowardTheQuorumThatLeavesThemOut) {
+  std::map<MemberId, ViewChange> p;
+  for (MemberId m : {0, 1, 2, 3}) p.emplace(m, ViewChange(4, {0, 1, 2, 3}, m, 4));
+  std::deque<Message> net;
+  for (MemberId m : {0, 1, 2, 3}) {
+    p.at(m).release({0, 1, 2});
+    for (auto& msg : p.at(m).request()) net.push_back(std::move(msg));
+  }
+  deliver_all(p, net);
+  for (MemberId m : {0, 1, 2}) {
+    EXPECT_EQ(p.at(m).mode(), Mode::Fenced) << p.at(m).describe();
+    EXPECT_EQ(p.at(m).next_view(), (Ids{3}));
+  }
+  EXPECT_EQ(p.at(3).mode(), Mode::Installed) << p.at(3).describe();
+  EXPECT_EQ(p.at(3).next_view(), (Ids{3}));
+}
+
+// A leader that does not know of the release proposes every member that
+// answered: the release waits for a later change (the spare pool rounds
+// again), and nothing else differs.
+TEST(ViewChange, ALeaderThatKnowsNoLeaverKeepsEveryone) {
+  std::map<MemberId, ViewChange> p;
+  for (MemberId m : {0, 1, 2}) p.emplace(m, ViewChange(2, {0, 1, 2}, m, 4));
+  std::deque<Message> net;
+  for (MemberId m : {1, 2}) {
+    p.at(m).release({2});
+    for (auto& msg : p.at(m).request()) net.push_back(std::move(msg));
+  }
+  deliver_all(p, net);
+  for (MemberId m : {0, 1, 2}) EXPECT_EQ(p.at(m).next_view(), (Ids{0, 1, 2})) << p.at(m).describe();
+}
+
 // --- the simulation -----------------------------------------------------
 
 struct Faults {
   int crashes, losses, wrong_suspicions;
+  int leavers = 0;  // members released in the change (ViewChange::release)
 };
 
 struct Outcome {
   std::string failure;  // empty: every property held
   bool decided = false;
   int fenced = 0, losses = 0, crashes = 0;
+  bool released = false;  // a leaver was left out of the decision
 };
 
 // One view change among n processes under the given fault budget, every
@@ -154,6 +202,20 @@ Outcome simulate(int n, Faults f, std::uint32_t seed) {
   auto index_of = [&](MemberId id) {
     return static_cast<int>(std::find(view.begin(), view.end(), id) - view.begin());
   };
+  // Leavers: every process but a random one is told of the release (a
+  // leader that was not told keeps them: the release waits for a later
+  // change).
+  Ids leavers;
+  while (static_cast<int>(leavers.size()) < f.leavers) {
+    const MemberId l = view[static_cast<std::size_t>(draw(n))];
+    if (std::find(leavers.begin(), leavers.end(), l) == leavers.end()) leavers.push_back(l);
+  }
+  std::sort(leavers.begin(), leavers.end());
+  if (!leavers.empty()) {
+    const int untold = draw(2 * n);  // >= n: every process told
+    for (int i = 0; i < n; ++i)
+      if (i != untold) p[static_cast<std::size_t>(i)].release(leavers);
+  }
   std::vector<Message> pool;
   Ids promised;  // who ever promised
   int crashes = 0, losses = 0, wrong = 0;
@@ -258,7 +320,13 @@ Outcome simulate(int n, Faults f, std::uint32_t seed) {
     if ((v.mode() == Mode::Installed) != member) return {"fencing: " + v.describe()};
   }
   if (decision) {
-    if (!is_quorum(view, *decision)) return {"validity: the decision is no quorum"};
+    // The leavers answered too: the decision and they make a quorum.
+    Ids with_leavers = *decision;
+    for (MemberId l : leavers)
+      if (std::find(promised.begin(), promised.end(), l) != promised.end()) with_leavers.push_back(l);
+    std::sort(with_leavers.begin(), with_leavers.end());
+    with_leavers.erase(std::unique(with_leavers.begin(), with_leavers.end()), with_leavers.end());
+    if (!is_quorum(view, with_leavers)) return {"validity: the decision is no quorum"};
     for (MemberId m : *decision)
       if (std::find(promised.begin(), promised.end(), m) == promised.end())
         return {"validity: member " + std::to_string(m) + " is in the view but never promised"};
@@ -271,6 +339,9 @@ Outcome simulate(int n, Faults f, std::uint32_t seed) {
   }
   Outcome o;
   o.decided = decision.has_value();
+  if (decision)
+    for (MemberId l : leavers)
+      if (!std::binary_search(decision->begin(), decision->end(), l)) o.released = true;
   for (const auto& v : p) o.fenced += v.mode() == Mode::Fenced ? 1 : 0;
   o.losses = losses;
   o.crashes = crashes;
@@ -286,7 +357,7 @@ class ViewChangeSimulation : public ::testing::TestWithParam<SimCase> {};
 
 TEST_P(ViewChangeSimulation, AgreementValidityFencingTermination) {
   const SimCase c = GetParam();
-  int decided = 0, fenced = 0, lossy = 0, crashed = 0;
+  int decided = 0, fenced = 0, lossy = 0, crashed = 0, released = 0;
   for (std::uint32_t seed = 1; seed <= 3000; ++seed) {
     const Outcome o = simulate(c.n, c.faults, seed);
     ASSERT_TRUE(o.failure.empty()) << "n=" << c.n << " seed " << seed << ": " << o.failure;
@@ -294,6 +365,7 @@ TEST_P(ViewChangeSimulation, AgreementValidityFencingTermination) {
     fenced += o.fenced > 0;
     lossy += o.losses > 0;
     crashed += o.crashes > 0;
+    released += o.released;
   }
   // The faults landed: runs that decided, lost messages, crashed, fenced
   // a live process.
@@ -309,19 +381,22 @@ TEST_P(ViewChangeSimulation, AgreementValidityFencingTermination) {
   if (c.faults.wrong_suspicions > 0) {
     EXPECT_GT(fenced, 100);
   }
+  if (c.faults.leavers > 0) {
+    EXPECT_GT(released, 1000);
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Faults, ViewChangeSimulation,
-                         ::testing::Values(SimCase{3, {1, 1, 1}}, SimCase{3, {1, 3, 0}},
-                                           SimCase{3, {0, 2, 2}}, SimCase{4, {2, 2, 0}},
-                                           SimCase{4, {1, 2, 2}}, SimCase{5, {2, 3, 2}},
-                                           SimCase{7, {3, 4, 3}}),
-                         [](const ::testing::TestParamInfo<SimCase>& i) {
-                           return "n" + std::to_string(i.param.n) + "_crash" +
-                                  std::to_string(i.param.faults.crashes) + "_loss" +
-                                  std::to_string(i.param.faults.losses) + "_wrong" +
-                                  std::to_string(i.param.faults.wrong_suspicions);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Faults, ViewChangeSimulation,
+    ::testing::Values(SimCase{3, {1, 1, 1}}, SimCase{3, {1, 3, 0}}, SimCase{3, {0, 2, 2}},
+                      SimCase{4, {2, 2, 0}}, SimCase{4, {1, 2, 2}}, SimCase{5, {2, 3, 2}},
+                      SimCase{7, {3, 4, 3}}, SimCase{4, {1, 2, 1, 2}}, SimCase{5, {2, 2, 1, 3}}),
+    [](const ::testing::TestParamInfo<SimCase>& i) {
+      return "n" + std::to_string(i.param.n) + "_crash" + std::to_string(i.param.faults.crashes) + "_loss" +
+             std::to_string(i.param.faults.losses) + "_wrong" +
+             std::to_string(i.param.faults.wrong_suspicions) +
+             (i.param.faults.leavers ? "_leave" + std::to_string(i.param.faults.leavers) : "");
+    });
 
 }  // namespace
 }  // namespace ringmend::membership::native
