@@ -82,6 +82,8 @@ bool RankRecord::unadmitted_spare() const {
   return word(*this, outcome::kSpare) == "1" && word(*this, outcome::kAdmitted) != "1";
 }
 
+bool RankRecord::released() const { return word(*this, outcome::kReleased) == "1"; }
+
 bool crash_signal(int sig) {
   return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT ||
          sig == SIGSYS || sig == SIGTRAP;
@@ -207,7 +209,7 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
       continue;
     }
     // A member released on request left the job early, then exited 0.
-    if (word(r, outcome::kReleased) == "1" && finished_normally(r)) {
+    if (r.released() && finished_normally(r)) {
       ++released;
       continue;
     }

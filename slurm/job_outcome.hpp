@@ -41,6 +41,8 @@ struct RankRecord {
   bool mpi_init_failed() const;     // its MPI_Init returned an error (the Runtime said so)
   // A spare that was never admitted (it waited, then left or died).
   bool unadmitted_spare() const;
+  // A member released on request (it left the job before the others).
+  bool released() const;
 };
 
 // The launcher's exit status when no rank could start because ranks died

@@ -792,7 +792,8 @@ int run_job(const std::vector<std::string>& cmd, int ranks, std::vector<std::str
   // are long done. Once the job is over for the ranks that can still say
   // so, the ranks that have not reported within a grace period are taken
   // as lost with their node, and srun is ended. Over means: a rank
-  // finished; or Slurm ended the step (a task died before it left PMIx);
+  // finished (not one released early: the others go on); or Slurm ended
+  // the step (a task died before it left PMIx);
   // or a rank's start-up failed, the others' then ending within their own
   // start-up bound (RINGMEND_START_TIMEOUT).
   constexpr double kSrunGraceSeconds = 10;
@@ -815,7 +816,7 @@ int run_job(const std::vector<std::string>& cmd, int ranks, std::vector<std::str
                     line.find(" CANCELLED AT ") != std::string_view::npos)))
       job_over(0);
     if (auto taken = take_record(line)) {
-      if (taken->record.runtime_finished()) job_over(0);
+      if (taken->record.runtime_finished() && !taken->record.released()) job_over(0);
       const RankRecord& r = taken->record;
       // A start-up that failed (not a process killed: the others go on).
       if (r.start_timed_out() || r.mpi_init_failed() ||
