@@ -16,6 +16,10 @@
 #   scripts/cluster.sh exec NAME CMD... run a command on node NAME (in its namespace)
 #   scripts/cluster.sh nodes            the node names, one per line
 #
+# RINGMEND_CLUSTER_DRY_FAULTS=1: kill-node and cut-node say what they would
+# do and do nothing, so that a test run with it shows which of its checks
+# rest on the fault having happened (every test of a fault must then fail).
+#
 # Then: export SLURM_CONF=$RINGMEND_CLUSTER_DIR/slurm.conf; sinfo; salloc -N 3 ...
 #
 # The layout. slurmctld runs in this machine's own namespace (the "head
@@ -452,10 +456,17 @@ need_netns() {
   [ "$NETNS" = 1 ] || die "$1 needs nodes in network namespaces; this cluster runs every node on 127.0.0.1 (RINGMEND_CLUSTER_NETNS=0, or namespaces could not be made)"
 }
 
+# A dry run of a fault (RINGMEND_CLUSTER_DRY_FAULTS=1): said, not done.
+dry_fault() {
+  [ "${RINGMEND_CLUSTER_DRY_FAULTS:-0}" = 1 ] || return 1
+  say "$1 (dry run: RINGMEND_CLUSTER_DRY_FAULTS=1, nothing done)"
+}
+
 kill_node() {
   local node=$1 silent=${2:-} n
   need_netns kill-node
   need_node "$node"
+  dry_fault "$node powered off" && return 0
   case "$silent" in
     "") ;;
     --silent) cut_node "$node" >/dev/null ;;
@@ -478,6 +489,7 @@ cut_node() {
   local node=$1
   need_netns cut-node
   need_node "$node"
+  dry_fault "$node cut off" && return 0
   # Port state 0 (disabled): the bridge drops every frame from and to the
   # port, silently (no carrier change, no ICMP, no error to a sender).
   set_ports_state "$node" 0

@@ -76,10 +76,11 @@ task_pid() { # the pid of task $1 of the running step
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_PROCID=$1" && { echo "$p"; return; }
   done
 }
-kill_task() {
-  local p
+kill_task() { # (with RINGMEND_CLUSTER_DRY_FAULTS=1 said, not done)
+  local p signal=-9
+  [ "${RINGMEND_CLUSTER_DRY_FAULTS:-0}" = 1 ] && signal=-0
   p=$(task_pid "$1")
-  [ -n "$p" ] && kill -9 "$p" && echo "task $1 (pid $p) SIGKILLed"
+  [ -n "$p" ] && kill $signal "$p" && echo "task $1 (pid $p) SIGKILLed"
 }
 cut_and_heal() {
   "$cluster" cut-node "$1"
