@@ -28,6 +28,13 @@
 # in tcp_iface.c, docs/troubleshooting.md), and the job survives that loss
 # like any other. RANDOM_SEED fixes
 # the moments (printed). Exits 77 without the cluster.
+#
+# A smoke test, as its ctest name says: the moments are drawn, and the
+# window of the bug is hit by chance (6 hangs in 62 tries without the fix),
+# so a pass does not prove the fix holds; a hang is still caught as a
+# failure. What it does prove: in every try the victim was killed during
+# the job (the launcher's summary names it), and at least half the tries
+# had their kill land (a try whose victim never started is counted apart).
 set -u
 launcher=$1 worker=$2 tries=$3
 export SLURM_CONF=${SLURM_CONF:-${RINGMEND_CLUSTER_DIR:-/tmp/ringmend-cluster}/slurm.conf}
@@ -43,7 +50,7 @@ wait_for() {
   return 1
 }
 sleep_ms() { sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; }
-fail=0
+fail=0 landed=0
 for ((try = 1; try <= tries; try++)); do
   dir=$(mktemp -d)
   kill_ms=$((8 + RANDOM % 17)) stall_after_ms=$((RANDOM % 400)) stall_ms=$((1000 + RANDOM % 2500))
@@ -53,9 +60,10 @@ for ((try = 1; try <= tries; try++)); do
     --calls=40 --max-bytes=16777216 --state-bytes=1048576 >"$dir/out" 2>&1 &
   job=$!
   plan="member 6 killed ${kill_ms} ms after it started, member 2 stopped ${stall_after_ms} ms later for ${stall_ms} ms"
+  killed=0
   if wait_for "$dir/results.6" started; then
     sleep_ms "$kill_ms"
-    kill -9 "$(cat "$dir/pid.6")" 2>/dev/null
+    kill -9 "$(cat "$dir/pid.6")" 2>/dev/null && killed=1
     sleep_ms "$stall_after_ms"
     if pid2=$(cat "$dir/pid.2" 2>/dev/null) && kill -STOP "$pid2" 2>/dev/null; then
       sleep_ms "$stall_ms"
@@ -68,6 +76,13 @@ for ((try = 1; try <= tries; try++)); do
   rc=$?
   problems=()
   [ "$rc" = 0 ] || problems+=("exit status $rc")
+  if [ "$killed" = 1 ]; then
+    if grep -q "^ringmend-run:   member 6 on .*killed by SIGKILL" "$dir/out"; then
+      landed=$((landed + 1))
+    else
+      problems+=("member 6 was not killed during the job (the summary does not say so)")
+    fi
+  fi
   # Members the launcher's summary lists as lost besides the two victims
   # are not a hang: they are reported, and the others must still finish.
   ends=() others=""
@@ -91,4 +106,9 @@ for ((try = 1; try <= tries; try++)); do
     fail=1
   fi
 done
+echo "the kill landed in $landed of $tries tries"
+if [ $((2 * landed)) -lt "$tries" ]; then
+  echo "FAILED: the kill landed in fewer than half the tries: the test did not exercise its window"
+  fail=1
+fi
 exit $fail

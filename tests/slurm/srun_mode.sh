@@ -44,6 +44,9 @@ batch 120 "$work/kill.out" -N 1 --ntasks-per-node=2 --overcommit -- \
 echo "$out" | grep -v '^step ' | grep -v '^\[.*\] \[ *[0-9]*\]'
 echo "----"
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then pass "the step failed (exit status $rc)"; else fail "exit status $rc"; fi
+# The kill landed: srun names task 1 as killed (any other cause of a
+# non-zero status would not pass for it).
+has "task 1 was SIGKILLed during the job" "task 1: Killed"
 if grep -q "final loss" <<<"$out"; then fail "a survivor finished under srun"; else pass "no survivor finished"; fi
 has "Slurm ended the step" "CANCELLED"
 finish
