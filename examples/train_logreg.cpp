@@ -42,6 +42,22 @@ struct DataSet {
   std::size_t d = 0;
 };
 
+// A flag this example does not know (a misspelled --release-at, say) is an
+// error, not a request silently left out.
+void require_known_flags(int argc, char** argv) {
+  static constexpr const char* known[] = {"steps",   "samples", "batch",      "features",
+                                          "grow-at", "grow",    "release-at", "release"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const std::string name = a.rfind("--", 0) == 0 ? a.substr(2, a.find('=') - 2) : a;
+    if (std::find(std::begin(known), std::end(known), name) == std::end(known))
+      throw ringmend::Error(ringmend::Errc::InvalidArgument,
+                            "unknown argument '" + a +
+                                "' (usage: --steps= --samples= --batch= --features= --grow-at= --grow= "
+                                "--release-at= --release=)");
+  }
+}
+
 int arg(int argc, char** argv, const char* name, int fallback) {
   const std::string prefix = std::string("--") + name + "=";
   for (int i = 1; i < argc; ++i)
@@ -135,6 +151,7 @@ double realtime_now() {
 }  // namespace
 
 int train(int argc, char** argv) {
+  require_known_flags(argc, argv);
   const int steps = arg(argc, argv, "steps", 60);
   const int samples = arg(argc, argv, "samples", 16000);
   const int batch = arg(argc, argv, "batch", 500);

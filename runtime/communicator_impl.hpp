@@ -211,10 +211,11 @@ struct Communicator::Impl final : transport::WaitContext {
   // The epoch's control group is the native membership's (no MPI
   // communicator under it).
   bool native_membership() const;
-  // Every member passes the same request (`a`, `b`), in one collective
-  // call whose result goes to `result`; else every member throws alike.
-  // `local_error` is this member's objection to its own arguments.
-  void agree_on_request(const std::string& what, std::int64_t a, std::int64_t b,
+  // Every member passes the same request (`a`, and the member ids it names,
+  // compared exactly), in one collective call whose result goes to
+  // `result`; else every member throws alike. `local_error` is this
+  // member's objection to its own arguments.
+  void agree_on_request(const std::string& what, std::int64_t a, const std::vector<int>& ids,
                         const std::string& local_error, CollectiveResult& result);
   // The size a request starts from (see resize.cpp).
   int kept_size() const;

@@ -9,7 +9,7 @@
 // one round of the pool makes the new epoch (regroup(), admission.cpp),
 // and the change is announced in the same call on every member.
 #include <algorithm>
-#include <array>
+#include <vector>
 
 #include "ringmend/core/log.hpp"
 #include "runtime/communicator_impl.hpp"
@@ -19,36 +19,41 @@ namespace {
 
 enum class RequestKind : std::int64_t { Grow = 1, Release = 2 };
 
-// FNV-1a over the released ids, in order: equal requests hash alike.
-std::int64_t hash_of(const std::vector<int>& ids) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (int id : ids) {
-    h ^= static_cast<std::uint32_t>(id);
-    h *= 1099511628211ull;
-  }
-  return static_cast<std::int64_t>(h >> 1);
-}
-
 std::int64_t describe(RequestKind kind, std::int64_t count) {
   return static_cast<std::int64_t>(kind) << 32 | (count & 0xffffffff);
 }
 
 }  // namespace
 
-void Communicator::Impl::agree_on_request(const std::string& what, std::int64_t a, std::int64_t b,
-                                          const std::string& local_error, CollectiveResult& result) {
+void Communicator::Impl::agree_on_request(const std::string& what, std::int64_t a,
+                                          const std::vector<int>& ids, const std::string& local_error,
+                                          CollectiveResult& result) {
   // One allreduce with Max gives both the largest and the smallest of each
   // value (the smallest as the largest of its negation), and whether any
-  // member objected.
-  std::array<std::int64_t, 5> v{local_error.empty() ? 0 : 1, a, b, -a, -b};
+  // member objected: the request and each id it names, compared exactly.
+  // Members that name different numbers of ids call it with different
+  // counts, which the collective refuses on every member alike.
+  const std::size_t k = ids.size();
+  std::vector<std::int64_t> v(3 + 2 * k);
+  v[0] = local_error.empty() ? 0 : 1;
+  v[1] = a;
+  v[2] = -a;
+  for (std::size_t i = 0; i < k; ++i) v[3 + i] = ids[i], v[3 + k + i] = -std::int64_t{ids[i]};
   const ScopedFlag requesting(requesting_);
-  result = run(
-      {coll::CollectiveKind::Allreduce, v.data(), v.data(), v.size(), DataType::Int64, ReduceOp::Max, -1});
+  try {
+    result = run(
+        {coll::CollectiveKind::Allreduce, v.data(), v.data(), v.size(), DataType::Int64, ReduceOp::Max, -1});
+  } catch (const Error& e) {
+    if (e.code() != Errc::Mismatch) throw;
+    throw Error(Errc::Mismatch,
+                what + ": the members did not all ask for the same change (" + e.what() + ")");
+  }
   if (v[0])
     throw Error(Errc::InvalidArgument,
                 local_error.empty() ? what + ": another member's arguments are invalid" : local_error);
-  if (v[1] != -v[3] || v[2] != -v[4])
-    throw Error(Errc::Mismatch, what + ": the members did not all ask for the same change");
+  bool same = v[1] == -v[2];
+  for (std::size_t i = 0; i < k; ++i) same = same && v[3 + i] == -v[3 + k + i];
+  if (!same) throw Error(Errc::Mismatch, what + ": the members did not all ask for the same change");
 }
 
 int Communicator::Impl::kept_size() const {
@@ -104,7 +109,7 @@ CollectiveResult Communicator::Impl::grow(int count) {
           ": the job has no spares to admit (start it with ringmend-run --spares S, RINGMEND_SPARES or "
           "Options::spares)";
   CollectiveResult result;
-  agree_on_request(what, describe(RequestKind::Grow, count), 0, bad, result);
+  agree_on_request(what, describe(RequestKind::Grow, count), {}, bad, result);
   // Every member, then (a recovery there changes the pool's count and the
   // size the job keeps alike on all).
   meet_before_round();
@@ -152,8 +157,11 @@ CollectiveResult Communicator::Impl::release(std::span<const int> ranks, const s
     bad =
         what + ": every member would leave; release fewer than the " + std::to_string(view_.size) + " ranks";
   CollectiveResult result;
-  agree_on_request(what, describe(RequestKind::Release, static_cast<std::int64_t>(ids.size())), hash_of(ids),
-                   bad, result);
+  // With bad arguments, as many placeholders as ranks named: the members
+  // that named as many call with one count, and learn of the error.
+  const std::vector<int> named = bad.empty() ? ids : std::vector<int>(ranks.size(), -1);
+  agree_on_request(what, describe(RequestKind::Release, static_cast<std::int64_t>(named.size())), named, bad,
+                   result);
   if (ids.empty()) {
     report_pending(result);
     return result;

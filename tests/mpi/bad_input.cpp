@@ -24,6 +24,7 @@ int follow_up_works(Communicator& comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  require_known_options(argc, argv, {"case", "expect-text"});
   const std::string which = option(argc, argv, "case", "");
   const std::string expect_text = option(argc, argv, "expect-text", "");
   if (which == "bad_env") {

@@ -31,6 +31,7 @@
 
 #include "ringmend/elastic_sampler.hpp"
 #include "ringmend/ringmend.hpp"
+#include "test_data.hpp"
 
 namespace {
 
@@ -54,6 +55,10 @@ std::vector<int> ranks_of(const std::string& text) {
 }
 
 int check(int argc, char** argv) {
+  ringmend::testing::require_known_options(
+      argc, argv,
+      {"samples", "per-rank", "epochs", "grow-at", "grow", "release-at", "release", "expect-size", "step-ms",
+       "wrong-state-on", "state-before-start", "pid-dir", "expect-members"});
   const auto samples = static_cast<std::uint64_t>(number(argc, argv, "samples", 500));
   const auto per_rank = static_cast<std::uint32_t>(number(argc, argv, "per-rank", 7));
   const auto epochs = static_cast<std::uint64_t>(number(argc, argv, "epochs", 3));

@@ -19,6 +19,9 @@ using namespace ringmend;
 using namespace ringmend::testing;
 
 int main(int argc, char** argv) {
+  require_known_options(argc, argv,
+                        {"iters", "count", "expect-size", "mode", "sleep-ms", "pid-dir", "expect-root-lost",
+                         "allow-root-lost"});
   const int iters = std::stoi(option(argc, argv, "iters", "12"));
   const std::size_t count = std::stoul(option(argc, argv, "count", "100003"));
   const int expect_size = std::stoi(option(argc, argv, "expect-size", "-1"));

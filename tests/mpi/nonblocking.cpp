@@ -38,6 +38,7 @@ double compute_for(std::chrono::milliseconds span) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  require_known_options(argc, argv, {"buckets", "steps", "count", "expect-size"});
   const int buckets = std::stoi(option(argc, argv, "buckets", "6"));
   const int steps = std::stoi(option(argc, argv, "steps", "12"));
   const std::size_t count = std::stoul(option(argc, argv, "count", "40009"));

@@ -3,12 +3,15 @@
 // themselves from the set of contributing ranks.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <set>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -148,6 +151,21 @@ inline std::vector<int> contributors_of(const Communicator& comm, const Collecti
     std::exit(3);
   }
   return {s.begin(), s.end()};
+}
+
+// Every "--name[=value]" argument must name one of `known`: a misspelled
+// flag is an error (status 2), never a check silently left out.
+inline void require_known_options(int argc, char** argv, std::initializer_list<std::string_view> known) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--", 2) != 0) continue;
+    const std::string_view arg = argv[i] + 2;
+    const std::string_view name = arg.substr(0, arg.find('='));
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::string list;
+    for (std::string_view k : known) list += " --" + std::string(k);
+    std::fprintf(stderr, "%s: unknown option '%s' (known:%s)\n", argv[0], argv[i], list.c_str());
+    std::exit(2);
+  }
 }
 
 // "--name=value" style option lookup.
