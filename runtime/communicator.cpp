@@ -884,6 +884,11 @@ void Communicator::Impl::quiesce() {
 
 // ------------------------------------------------------------- the facade
 
+std::atomic<long>& application_errors() {
+  static std::atomic<long> count{0};
+  return count;
+}
+
 namespace {
 
 // A failure the application did not cause is also logged, at `error` (a
@@ -891,6 +896,7 @@ namespace {
 // it even where the application swallows it; bad input (argument,
 // mismatch, setting) is the application's to report.
 Error logged(Error e) {
+  application_errors().fetch_add(1, std::memory_order_relaxed);
   const Errc c = e.code();
   if (!caused_by_input(c))
     log(c == Errc::RootLost ? LogLevel::Warn : LogLevel::Error,

@@ -34,6 +34,11 @@
 
 namespace ringmend {
 
+// How many errors the application's collective calls threw in this process
+// (every one passes the facade's error boundary): the shutdown never turns
+// them into a clean exit, and the launcher's summary names them.
+std::atomic<long>& application_errors();
+
 // One collective call, as the runtime sees it.
 struct CollectiveCall {
   CollectiveCall() = default;

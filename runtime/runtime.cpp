@@ -346,15 +346,22 @@ Runtime::~Runtime() {
                       "=1 " + outcome::kEpoch + "=" + std::to_string(w.epoch()) + " " + outcome::kSize + "=" +
                       std::to_string(w.size()) + " " + outcome::kRecoveries + "=" +
                       std::to_string(impl_->recoveries) + " " + outcome::kLost + "=" +
-                      (lost.empty() ? "-" : lost) + " " + outcome::kShutdownFrom + "=" + now);
+                      (lost.empty() ? "-" : lost) + " " + outcome::kShutdownFrom + "=" + now + " " +
+                      outcome::kErrors + "=" + std::to_string(application_errors().load()));
   }
-  // The application finished: its status stays 0 if the watchdog fires.
+  // If the watchdog fires, the application's own status is lost with the
+  // process: 0 only when it finished without an error from a collective
+  // and is not unwinding an exception.
+  const long errors = application_errors().load();
+  const bool failing = errors > 0 || std::uncaught_exceptions() > 0;
   const double limit = impl_->settings.finalize_timeout_seconds;
   Watchdog watchdog(limit, impl_->outcome_fd, LogLevel::Warn,
                     "shutdown did not finish within " + seconds_text(limit) +
-                        " (RINGMEND_FINALIZE_TIMEOUT): the watchdog ends this process, with status 0 (the "
-                        "application finished)",
-                    outcome::kFinalizeTimeout, 0);
+                        " (RINGMEND_FINALIZE_TIMEOUT): the watchdog ends this process, with status " +
+                        (failing ? "1 (its application saw " + std::to_string(errors) +
+                                       " collective error(s), or was failing)"
+                                 : std::string("0 (the application finished)")),
+                    outcome::kFinalizeTimeout, failing ? 1 : 0);
   bool all_done = false;
   if (impl_->world->left()) {
     // Released: the members go on without this process, which has nothing

@@ -174,7 +174,7 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
       init_failures = 0;
   bool any_started = false, any_runtime = false;
   long epoch = -1, size = -1, recoveries = 0;
-  int spares = 0, spares_admitted = 0, spares_unused = 0, released = 0;
+  int spares = 0, spares_admitted = 0, spares_unused = 0, released = 0, with_errors = 0;
   std::vector<std::string> losses;
   std::vector<bool> seen(static_cast<std::size_t>(std::max(o.ranks_started, 0)), false);
   for (const RankRecord& r : records) {
@@ -218,6 +218,11 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
                         "(RINGMEND_MPI_FINALIZE_TIMEOUT, RINGMEND_FINALIZE_TIMEOUT)");
     if (finished_normally(r)) {
       ++finished;
+      if (const long errors = number(r, outcome::kErrors, 0); errors > 0) {
+        ++with_errors;
+        v.lines.push_back(where + ": finished, exit status 0, after " + std::to_string(errors) +
+                          " collective error" + (errors == 1 ? "" : "s") + " its application saw");
+      }
       if (number(r, outcome::kEpoch, -1) > epoch) {
         epoch = number(r, outcome::kEpoch, -1);
         size = number(r, outcome::kSize, -1);
@@ -256,7 +261,9 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
                                        std::to_string(spares_admitted) + " admitted, " +
                                        std::to_string(spares_unused) + " not needed)"
                                  : std::string()) +
-                     ", " + std::to_string(finished) + " finished normally, " +
+                     ", " + std::to_string(finished - with_errors) + " finished normally, " +
+                     (with_errors > 0 ? std::to_string(with_errors) + " finished after collective errors, "
+                                      : std::string()) +
                      (released > 0 ? std::to_string(released) + " released, " : std::string()) +
                      std::to_string(lost) + " lost";
   if (epoch >= 0)
@@ -306,11 +313,20 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
   } else if (lost > 0 && o.fail_on_loss) {
     v.exit_status = 3;
     v.lines.push_back("exit status 3: ranks were lost and --fail-on-loss was given");
-  } else if (lost > 0) {
-    v.lines.push_back(
-        "exit status 0: the survivors finished normally after the job recovered from its losses");
   } else {
-    v.lines.push_back("exit status 0: every rank finished normally");
+    // "normally" only when it is true: a rank whose application saw
+    // collective errors (and exited 0 all the same) is named.
+    const std::string errors_seen = with_errors == 0 ? std::string()
+                                                     : " (" + std::to_string(with_errors) +
+                                                           (with_errors == 1 ? " rank" : " ranks") +
+                                                           " after collective errors their application saw)";
+    if (lost > 0)
+      v.lines.push_back("exit status 0: the survivors finished" +
+                        std::string(with_errors ? "" : " normally") +
+                        " after the job recovered from its losses" + errors_seen);
+    else
+      v.lines.push_back("exit status 0: every rank finished" + std::string(with_errors ? "" : " normally") +
+                        errors_seen);
   }
   return v;
 }

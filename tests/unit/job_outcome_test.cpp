@@ -125,6 +125,27 @@ TEST(Judge, ReleasedMembersAreNeitherFinishedNorLost) {
   EXPECT_EQ(judge(failing, started(4)).exit_status, 1);
 }
 
+// "normally" only when it is true: a rank whose application saw collective
+// errors and exited 0 all the same is named, and the job's line says so.
+TEST(Judge, ErrorsTheApplicationSawAreNamed) {
+  const std::vector<RankRecord> records{
+      finished(0, 1, 2, 0), rank(1, RankRecord::End::Exited, 0,
+                                 "started=1 finished=1 epoch=1 size=2 recoveries=0 lost=- errors=3")};
+  const Verdict v = judge(records, started(2));
+  EXPECT_EQ(v.exit_status, 0);
+  const std::string text = all(v);
+  EXPECT_NE(text.find("1 finished normally, 1 finished after collective errors, 0 lost"), std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("member 1 on node0: finished, exit status 0, after 3 collective errors its application saw"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("exit status 0: every rank finished (1 rank after collective errors"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("every rank finished normally"), std::string::npos) << text;
+}
+
 TEST(Judge, NoRankFinishedIsAFailure) {
   const Verdict v = judge({rank(0, RankRecord::End::Signaled, SIGSEGV, "started=1"),
                            rank(1, RankRecord::End::Signaled, SIGSEGV, "started=1")},

@@ -40,6 +40,7 @@ inline constexpr const char* kSpare = "spare";                 // 1: started as 
 inline constexpr const char* kAdmitted = "admitted";           // 1: a spare admitted as a member
 inline constexpr const char* kSpareUnused = "spare_unused";    // 1: a spare the job ended without needing
 inline constexpr const char* kReleased = "released";           // 1: a member released (it left the job)
+inline constexpr const char* kErrors = "errors";               // collective errors its application saw
 
 // The exit status of a process whose start-up watchdog fired.
 inline constexpr int kStartTimeoutStatus = 70;
