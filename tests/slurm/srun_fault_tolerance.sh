@@ -18,6 +18,9 @@
 #               off, and the spares take its members' places (size kept)
 #   spare-node  RINGMEND_SPARES=2: n3, holding only the spares, powered off;
 #               the members go on, with no member lost
+#   spare-cut   RINGMEND_SPARES=2: n3, holding only the spares, cut off and
+#               healed: the members go on with no member lost, and the
+#               spares, fenced, leave with an error (never join)
 #   release     rank 2 (on n2) released at step 30 (it leaves the view by a
 #               view change), then n2 powered off: its other task is lost
 # Every case proves its fault landed (the victim died, the node was powered
@@ -182,7 +185,6 @@ fi
 "$cluster" heal-node n2 >/dev/null
 
 run spare-node "$cluster" kill-node n3
-spares=0
 has "spare-node: n3 (the spares' node) was powered off during the job" "n3 powered off"
 grep -qE "^final loss .* on 4 ranks .*MATCHES the reference$" <<<"$out" &&
   pass "spare-node: the 4 members finished, the model matches its serial replay" ||
@@ -195,6 +197,22 @@ if grep -q "recovered from the loss of member" <<<"$out"; then
 else
   pass "spare-node: no member was lost"
 fi
+"$cluster" heal-node n3 >/dev/null
+
+run spare-cut cut_and_heal n3
+spares=0
+has "spare-cut: n3 (the spares' node) was cut off during the job" "n3 cut off"
+grep -qE "^final loss .* on 4 ranks .*MATCHES the reference$" <<<"$out" &&
+  pass "spare-cut: the 4 members finished, the model matches its serial replay" ||
+  fail "spare-cut: no final model of 4 ranks matching the reference"
+if grep -qE "recovered from the loss of member|spare\(s\) [0-9, ]* admitted" <<<"$out"; then
+  fail "spare-cut: a member was lost, or a cut spare joined"
+else
+  pass "spare-cut: no member lost, no spare admitted"
+fi
+grep -qE "member [45] was left out of view|left out of view [0-9]+ .* \(the others declared it failed\)|GAVE UP|no new view" \
+  <<<"$out" && pass "spare-cut: the cut spares left with an error" ||
+  fail "spare-cut: the cut spares did not say why they left"
 "$cluster" heal-node n3 >/dev/null
 
 train_args="--release-at=30 --release=2"
