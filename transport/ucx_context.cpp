@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -24,7 +25,17 @@ void check(ucs_status_t s, const char* what) {
   if (s != UCS_OK) throw Error(Errc::Internal, std::string("UCX: ") + what + ": " + ucs_status_string(s));
 }
 
+std::atomic<int> live_workers{0};
+
 }  // namespace
+
+int UcxWorker::live() { return live_workers.load(); }
+
+void UcxWorker::destroy() {
+  if (!worker_) return;
+  ucp_worker_destroy(std::exchange(worker_, nullptr));
+  live_workers.fetch_sub(1);
+}
 
 UcxWorker::UcxWorker(ucp_context_h context) {
   ucp_worker_params_t wp{};
@@ -33,27 +44,25 @@ UcxWorker::UcxWorker(ucp_context_h context) {
   wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   check(ucp_worker_create(context, &wp, &worker_),
         "ucp_worker_create (check the UCX_* environment variables; `ucx_info -c` lists them)");
+  live_workers.fetch_add(1);
   ucp_address_t* addr = nullptr;
   std::size_t len = 0;
   if (ucs_status_t s = ucp_worker_get_address(worker_, &addr, &len); s != UCS_OK) {
-    ucp_worker_destroy(worker_);
-    worker_ = nullptr;
+    destroy();
     check(s, "ucp_worker_get_address");
   }
   address_.assign(reinterpret_cast<std::byte*>(addr), reinterpret_cast<std::byte*>(addr) + len);
   ucp_worker_release_address(worker_, addr);
 }
 
-UcxWorker::~UcxWorker() {
-  if (worker_) ucp_worker_destroy(worker_);
-}
+UcxWorker::~UcxWorker() { destroy(); }
 
 UcxWorker::UcxWorker(UcxWorker&& other) noexcept
     : worker_(std::exchange(other.worker_, nullptr)), address_(std::move(other.address_)) {}
 
 UcxWorker& UcxWorker::operator=(UcxWorker&& other) noexcept {
   if (this != &other) {
-    if (worker_) ucp_worker_destroy(worker_);
+    destroy();
     worker_ = std::exchange(other.worker_, nullptr);
     address_ = std::move(other.address_);
   }
