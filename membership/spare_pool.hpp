@@ -115,11 +115,11 @@ class SparePool {
   virtual bool one_node() const = 0;
   virtual int spares_left() const = 0;
 
-  // Before a recovery decides between a round of the pool and a plain
-  // shrink (spares_left()), on every member alike: the native pool first
+  // At the start of a recovery, on every member alike: the native pool
   // moves to a view past `members`' (the members' control group), whose
   // processes beyond the members (spares, joiners) spares_left() counts
-  // then; ULFM's needs nothing.
+  // then; ULFM's needs nothing (its recovery decides between a round and
+  // a plain shrink by spares_left(); the native one always takes a round).
   virtual void settle(Control& members) { (void)members; }
 
   // A spare's wait for the next round, without spinning. Returns true when

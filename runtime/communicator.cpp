@@ -770,15 +770,6 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
       log("shrink failed (" + shrink_error + "), retrying");
       continue;
     }
-    // The native membership's new view may hold a process that joined
-    // meanwhile: every member of the view sees it, and takes the pool.
-    if (pool_) {
-      pool_->settle(ctrl);
-      if (recovers_through_pool()) {
-        attempt_members_.clear();
-        return recover_with_spares(mine, cause, start, shrink_seconds);
-      }
-    }
     // The lost members, in order of the shrunk communicator's ranks.
     membership::Shrink transition;
     std::sort(shrunk->lost.begin(), shrunk->lost.end());

@@ -331,6 +331,7 @@ Runtime::~Runtime() {
   // The calls still queued run first; the shutdown's own calls follow on
   // this thread.
   impl_->world->impl_->stop_queue();
+  const long errors = application_errors().load();
   // Reached by unwinding (the application is failing): not a normal finish.
   if (std::uncaught_exceptions() == 0) {
     const Communicator& w = *impl_->world;
@@ -341,18 +342,17 @@ Runtime::~Runtime() {
     char now[32];
     std::snprintf(now, sizeof now, "%.3f",
                   std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-    tell_launcher(impl_->outcome_fd,
-                  std::string(w.left() ? std::string(outcome::kReleased) + "=1 " : "") + outcome::kFinished +
-                      "=1 " + outcome::kEpoch + "=" + std::to_string(w.epoch()) + " " + outcome::kSize + "=" +
-                      std::to_string(w.size()) + " " + outcome::kRecoveries + "=" +
-                      std::to_string(impl_->recoveries) + " " + outcome::kLost + "=" +
-                      (lost.empty() ? "-" : lost) + " " + outcome::kShutdownFrom + "=" + now + " " +
-                      outcome::kErrors + "=" + std::to_string(application_errors().load()));
+    tell_launcher(impl_->outcome_fd, std::string(w.left() ? std::string(outcome::kReleased) + "=1 " : "") +
+                                         outcome::kFinished + "=1 " + outcome::kEpoch + "=" +
+                                         std::to_string(w.epoch()) + " " + outcome::kSize + "=" +
+                                         std::to_string(w.size()) + " " + outcome::kRecoveries + "=" +
+                                         std::to_string(impl_->recoveries) + " " + outcome::kLost + "=" +
+                                         (lost.empty() ? "-" : lost) + " " + outcome::kShutdownFrom + "=" +
+                                         now + " " + outcome::kErrors + "=" + std::to_string(errors));
   }
   // If the watchdog fires, the application's own status is lost with the
   // process: 0 only when it finished without an error from a collective
   // and is not unwinding an exception.
-  const long errors = application_errors().load();
   const bool failing = errors > 0 || std::uncaught_exceptions() > 0;
   const double limit = impl_->settings.finalize_timeout_seconds;
   Watchdog watchdog(limit, impl_->outcome_fd, LogLevel::Warn,

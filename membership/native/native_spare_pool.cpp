@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "membership/pool_roster.hpp"
 #include "ringmend/core/error.hpp"
@@ -17,6 +18,17 @@ using Clock = std::chrono::steady_clock;
 // How long a waiting spare lets the group wait for the network in one turn:
 // it sleeps in poll(), costing no CPU, and holds the group no longer.
 constexpr int kSpareTurnMs = 20;
+
+// Turns the group under `f`; a process that must leave the job (fenced,
+// or no view decided in time) ends the round with an error.
+template <class F>
+void with_group(SharedGroup& group, F&& f) {
+  try {
+    group.with(std::forward<F>(f));
+  } catch (const MembershipError& e) {
+    throw Error(Errc::Internal, e.what());
+  }
+}
 
 }  // namespace
 
@@ -66,17 +78,13 @@ NativeSparePool::Roster NativeSparePool::await_roster() {
 void NativeSparePool::settle(Control& members) {
   const auto* control = dynamic_cast<const NativeControl*>(&members);
   if (!control) return;
-  try {
-    group_->with([&](Group& g) {
-      if (g.epoch() == control->epoch() && !g.changing()) g.request_change();
-      if (g.changing()) g.recover();
-      spares_left_ = static_cast<int>(std::count_if(g.members().begin(), g.members().end(), [&](MemberId m) {
-        return !std::binary_search(members_.begin(), members_.end(), m);
-      }));
-    });
-  } catch (const MembershipError& e) {
-    throw Error(Errc::Internal, e.what());
-  }
+  with_group(*group_, [&](Group& g) {
+    if (g.epoch() == control->epoch() && !g.changing()) g.request_change();
+    if (g.changing()) g.recover();
+    spares_left_ = static_cast<int>(std::count_if(g.members().begin(), g.members().end(), [&](MemberId m) {
+      return !std::binary_search(members_.begin(), members_.end(), m);
+    }));
+  });
 }
 
 bool NativeSparePool::wait_for_round() { return await_roster() != Roster::MembersGone; }
@@ -112,14 +120,10 @@ RoundOutcome NativeSparePool::round(const PoolEntry& mine, const MemberInfo& inf
     // 1. A view of the round's own, without the dead. A leaver whose
     // roster failed here while it completed elsewhere is left out by it.
     bool gone = false;
-    try {
-      group_->with([&](Group& g) {
-        if (!g.changing() && !g.fresh_view()) g.request_change();
-        if (g.changing()) gone = g.recover(leaving).left;
-      });
-    } catch (const MembershipError& e) {
-      throw Error(Errc::Internal, e.what());
-    }
+    with_group(*group_, [&](Group& g) {
+      if (!g.changing() && !g.fresh_view()) g.request_change();
+      if (g.changing()) gone = g.recover(leaving).left;
+    });
     add_lap(change_seconds_);
     if (gone) return left_out();
     // A spare answers the members' roster; it never starts one.
@@ -175,15 +179,11 @@ RoundOutcome NativeSparePool::round(const PoolEntry& mine, const MemberInfo& inf
       std::vector<MemberId> leavers;
       for (const auto& [position, id] : d.leaving) leavers.push_back(id);
       std::vector<MemberId> next;
-      try {
-        group_->with([&](Group& g) {
-          g.release(leavers);
-          gone = g.recover(leaving).left;
-          next = g.members();
-        });
-      } catch (const MembershipError& e) {
-        throw Error(Errc::Internal, e.what());
-      }
+      with_group(*group_, [&](Group& g) {
+        g.release(leavers);
+        gone = g.recover(leaving).left;
+        next = g.members();
+      });
       add_lap(change_seconds_);
       for (MemberId id : leavers)
         if (!std::binary_search(next.begin(), next.end(), id) &&

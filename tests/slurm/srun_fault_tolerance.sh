@@ -184,11 +184,15 @@ else
 fi
 "$cluster" heal-node n2 >/dev/null
 
+members_finished() { # CASE: the 4 members (the spares' node had the fault) finished, the model checked
+  grep -qE "^final loss .* on 4 ranks .*MATCHES the reference$" <<<"$out" &&
+    pass "$1: the 4 members finished, the model matches its serial replay" ||
+    fail "$1: no final model of 4 ranks matching the reference"
+}
+
 run spare-node "$cluster" kill-node n3
 has "spare-node: n3 (the spares' node) was powered off during the job" "n3 powered off"
-grep -qE "^final loss .* on 4 ranks .*MATCHES the reference$" <<<"$out" &&
-  pass "spare-node: the 4 members finished, the model matches its serial replay" ||
-  fail "spare-node: no final model of 4 ranks matching the reference"
+members_finished spare-node
 grep -qE "view [0-9]+ \[0 1 2 3\] installed" <<<"$out" &&
   pass "spare-node: the members' view lost the spares 4 and 5" ||
   fail "spare-node: no view without the spares"
@@ -202,9 +206,7 @@ fi
 run spare-cut cut_and_heal n3
 spares=0
 has "spare-cut: n3 (the spares' node) was cut off during the job" "n3 cut off"
-grep -qE "^final loss .* on 4 ranks .*MATCHES the reference$" <<<"$out" &&
-  pass "spare-cut: the 4 members finished, the model matches its serial replay" ||
-  fail "spare-cut: no final model of 4 ranks matching the reference"
+members_finished spare-cut
 if grep -qE "recovered from the loss of member|spare\(s\) [0-9, ]* admitted" <<<"$out"; then
   fail "spare-cut: a member was lost, or a cut spare joined"
 else
