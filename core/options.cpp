@@ -29,6 +29,8 @@ std::ostream& operator<<(std::ostream& out, LogLevel level) { return out << name
 std::ostream& operator<<(std::ostream& out, SparePolicy policy) { return out << name_of(policy); }
 
 const char* name_of(SparePolicy policy) { return policy == SparePolicy::Replace ? "replace" : "shrink"; }
+std::ostream& operator<<(std::ostream& out, HangPolicy policy) { return out << name_of(policy); }
+const char* name_of(HangPolicy policy) { return policy == HangPolicy::Exclude ? "exclude" : "fail"; }
 std::ostream& operator<<(std::ostream& out, MembershipBackend backend) { return out << name_of(backend); }
 const char* name_of(MembershipBackend backend) {
   switch (backend) {
@@ -145,6 +147,12 @@ SparePolicy parse_spare_policy(const std::string& name, const std::string& value
   bad(name, value, "replace or shrink");
 }
 
+HangPolicy parse_hang_policy(const std::string& name, const std::string& value) {
+  for (HangPolicy p : {HangPolicy::Exclude, HangPolicy::Fail})
+    if (value == name_of(p)) return p;
+  bad(name, value, "exclude or fail");
+}
+
 MembershipBackend parse_membership(const std::string& name, const std::string& value) {
   for (MembershipBackend b : {MembershipBackend::Auto, MembershipBackend::Native, MembershipBackend::Mpi})
     if (value == name_of(b)) return b;
@@ -183,6 +191,13 @@ Settings Options::resolve() const {
              size_between(0, 1 * MiB), "a size up to 1M");
   seconds.take(s.timeout_seconds, timeout_seconds, "timeout_seconds", "RINGMEND_TIMEOUT", parse_seconds,
                non_negative, positive_seconds);
+  seconds.take(s.hang_timeout_seconds, hang_timeout_seconds, "hang_timeout_seconds", "RINGMEND_HANG_TIMEOUT",
+               parse_seconds, non_negative, positive_seconds);
+  const Source<HangPolicy> hang_policies{read_environment};
+  hang_policies.take(
+      s.hang_policy, hang_policy, "hang_policy", "RINGMEND_HANG_POLICY", parse_hang_policy,
+      [](const HangPolicy& p) { return p == HangPolicy::Exclude || p == HangPolicy::Fail; },
+      "exclude or fail");
   seconds.take(s.recovery_timeout_seconds, recovery_timeout_seconds, "recovery_timeout_seconds",
                "RINGMEND_RECOVERY_TIMEOUT", parse_seconds, non_negative, positive_seconds);
   seconds.take(

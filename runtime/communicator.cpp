@@ -83,7 +83,8 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
       fault_tolerant_(fault_tolerant),
       ucx_(ucx),
       builder_(settings_, ucx, world_rank_of(parent, native.get()), world_size_of(parent, native.get()),
-               where) {
+               where),
+      hang_(settings_.hang_timeout_seconds, settings_.hang_policy) {
   pipeline_tuner_.on_decision = [this](const std::string& line) { log(line); };
   // The members started with the job have their world rank as member id.
   const int world_rank = world_rank_of(parent, native.get());
@@ -183,11 +184,13 @@ void Communicator::Impl::check() {
 
 void Communicator::Impl::check_deadline() {
   if (!has_deadline_) return;
+  const std::uint64_t now_ns = progress::monotonic_ns();  // one clock read per poll
+  hang_.waiting(now_ns, current_seq_, *epoch_);
+  if (settings_.timeout_seconds <= 0) return;
   if (!deadline_set_) {
-    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(settings_.timeout_seconds));
+    deadline_ns_ = now_ns + static_cast<std::uint64_t>(settings_.timeout_seconds * 1e9);
     deadline_set_ = true;
-  } else if (Clock::now() > deadline_) {
+  } else if (now_ns > deadline_ns_) {
     throw Error(Errc::Timeout, "collective #" + std::to_string(current_seq_) + " did not complete within " +
                                    std::to_string(settings_.timeout_seconds) +
                                    " s (RINGMEND_TIMEOUT); is every rank calling it?");
@@ -315,6 +318,14 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
                                     std::to_string(seq) + ") and takes part in no collective");
   const std::uint64_t call_seq = ++seq;
   current_seq_ = call_seq;
+  // The progress record: membership work until the call executes, the
+  // application's own code once it returns, however it ends.
+  hang_.enter(progress::Phase::Recovery, call_seq);
+  struct BackToApplication {
+    HangDetector& hang;
+    std::uint64_t seq;
+    ~BackToApplication() { hang.enter(progress::Phase::Application, seq); }
+  } const back_to_application{hang_, call_seq};
   CollectiveResult result;
   const std::string input_error = validate(call);
   if (!input_error.empty() && !fault_tolerant_) throw Error(Errc::InvalidArgument, input_error);
@@ -364,7 +375,7 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
     return result;
   }
   // The deadline covers this call only, however it ends (check() sets it).
-  const ScopedFlag deadline_on(has_deadline_, settings_.timeout_seconds > 0);
+  const ScopedFlag deadline_on(has_deadline_);
   deadline_set_ = false;
   bool catching_up = false;
   std::vector<membership::MemberInfo> states;
@@ -377,6 +388,7 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
       if (catching_up) {
         // Another survivor finished this collective before the failure: take
         // its result, which contains every original contribution.
+        hang_.enter(progress::Phase::Collective, call_seq);
         catch_up(call_seq, states, call.bytes());
         if (call.gpu)
           device_result_from(call, scratch_[call_seq % 2].data());
@@ -396,6 +408,7 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
         fail_if_root_lost();
         settle(result, call_seq);
         place_root();
+        hang_.enter(progress::Phase::Collective, call_seq);
         execute(c, call_seq);
         result.contributors = epoch_->size;
       }
@@ -424,7 +437,9 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
     membership::MemberInfo mine = my_state(call_seq);
     mine.errc = errc;
     mine.set_error(error_text);
+    hang_.enter(progress::Phase::Recovery, call_seq);
     RecoveryOutcome r = recover(mine, cause);
+    if (native_membership()) hang_.fence_lost(r.lost, epoch_->my_id());
     pending_ = pending_ ? merged(*pending_, r.change) : r.change;
     states = std::move(r.infos);
     catching_up = std::any_of(states.begin(), states.end(), [&](const membership::MemberInfo& s) {
@@ -457,6 +472,8 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
 // ---------------------------------------------------------------- recovery
 
 void Communicator::Impl::update_view() {
+  hang_.set_member(epoch_->my_id());
+  hang_.remember(*epoch_);
   View next{epoch_->app_rank(), epoch_->size, epoch_->number, epoch_->my_id(), epoch_->ranked};
   std::lock_guard lock(view_mutex_);
   view_ = std::move(next);
@@ -833,6 +850,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership
 
 void Communicator::Impl::quiesce() {
   if (!epoch_ || !epoch_->ctrl) return;
+  hang_.enter(progress::Phase::Finishing, seq);
   if (!fault_tolerant_) {
     // No recovery to serve, but a rank must not close its endpoints while a
     // peer still receives the last collective's data from it.

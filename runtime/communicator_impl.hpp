@@ -28,6 +28,7 @@
 #include "ringmend/ringmend.hpp"
 #include "runtime/call_queue.hpp"
 #include "runtime/fault_injection.hpp"
+#include "runtime/hang_detector.hpp"
 #include "runtime/state_registry.hpp"
 #include "runtime/watchdog.hpp"
 #include "transport/ucx_context.hpp"
@@ -358,12 +359,14 @@ struct Communicator::Impl final : transport::WaitContext {
   std::array<std::uint64_t, 2> retained_seq_{0, 0};
   std::array<std::size_t, 2> retained_bytes_{0, 0};
   std::uint64_t current_seq_ = 0;  // collective being executed (fault injection)
-  // The deadline of the current call (RINGMEND_TIMEOUT): set on the call's
-  // first failure poll, not at its start, so that a call that never waits
-  // long reads no clock.
-  std::chrono::steady_clock::time_point deadline_;
-  bool has_deadline_ = false;  // a call with a timeout is running
+  // The deadline of the current call (RINGMEND_TIMEOUT, monotonic_ns()):
+  // set on the call's first failure poll, not at its start, so that a call
+  // that never waits reads no clock.
+  std::uint64_t deadline_ns_ = 0;
+  bool has_deadline_ = false;  // a call is running (bounded when RINGMEND_TIMEOUT is set)
   bool deadline_set_ = false;  // ... and deadline_ holds its deadline
+  // Stamps this process's progress record and finds stuck node mates.
+  HangDetector hang_;
 };
 
 template <class F>

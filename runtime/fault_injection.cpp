@@ -23,7 +23,7 @@ namespace {
 [[noreturn]] void bad(const std::string& rule, const std::string& why) {
   throw Error(Errc::BadEnvironment, "RINGMEND_FAULT rule '" + rule + "' is not valid: " + why +
                                         " (expected rank=R,call=C|*,phase=P[,step=S][,epoch=E]"
-                                        "[,signal=KILL|SEGV|ABRT|BUS|TERM|exit=N|stall=SECONDS])");
+                                        "[,signal=KILL|SEGV|ABRT|BUS|TERM|STOP|exit=N|stall=SECONDS])");
 }
 
 std::int64_t to_int(const std::string& rule, const std::string& key, const std::string& v) {
@@ -65,7 +65,8 @@ int to_signal(const std::string& rule, const std::string& v) {
   if (v == "ABRT") return SIGABRT;
   if (v == "BUS") return SIGBUS;
   if (v == "TERM") return SIGTERM;
-  bad(rule, "unknown signal '" + v + "' (KILL, SEGV, ABRT, BUS, TERM)");
+  if (v == "STOP") return SIGSTOP;
+  bad(rule, "unknown signal '" + v + "' (KILL, SEGV, ABRT, BUS, TERM, STOP)");
 }
 
 [[noreturn]] void die(int sig, int exit_status) {
@@ -167,6 +168,7 @@ void FaultInjector::at(FaultPhase phase, std::uint64_t call, int step, std::uint
     }
     const std::string how = r.signal == 0         ? "exits with status " + std::to_string(r.exit_status)
                             : r.signal == SIGKILL ? "SIGKILLs itself"
+                            : r.signal == SIGSTOP ? "stops itself (SIGSTOP, for ever: a stuck member)"
                                                   : "dies of " + outcome::signal_name(r.signal);
     log(LogLevel::Info, "fault injection: member " + std::to_string(member_) + " " + how + " (call " +
                             std::to_string(call) + ", epoch " + std::to_string(epoch) + ")");

@@ -26,7 +26,9 @@
 //   step   ring step within the phase (default 0 = on entering the phase)
 //   epoch  only in this membership epoch (default: any)
 //   signal how it dies: KILL (default), SEGV, ABRT, BUS or TERM (the first
-//          four as a crash would: SEGV is raised as a real invalid access)
+//          four as a crash would: SEGV is raised as a real invalid access),
+//          or STOP: it stops itself for ever (a stuck member, which the
+//          hang detector excludes; docs/recovery.md, "Stuck members")
 //   exit   instead of a signal, the process exits with status N (0-255)
 //   stall  instead of dying, the thread that reached the point stops for T
 //          seconds (a sleep: a process stuck in the kernel, on a dead file

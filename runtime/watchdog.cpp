@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "ringmend/core/progress_record.hpp"
 #include "runtime/outcome_channel.hpp"
 
 namespace ringmend {
@@ -19,6 +20,7 @@ Watchdog::Watchdog(double seconds, int outcome_fd, LogLevel level, std::string m
     tell_launcher(outcome_fd, std::string(word) + "=1");
     std::fflush(stderr);
     std::fflush(stdout);
+    progress::remove_record(::getpid());  // no destructor runs
     // Not exit(): the other threads are inside MPI, and destructors or
     // atexit handlers could wait on them for ever.
     ::_exit(exit_status);

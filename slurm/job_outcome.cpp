@@ -53,6 +53,9 @@ bool survivor_failed(const RankRecord& r) {
 }
 
 std::string how_it_ended(const RankRecord& r) {
+  if (const std::string by = word(r, outcome::kExcludedBy); !by.empty())
+    return "excluded as stuck (no progress for " + word(r, outcome::kStuckFor, "?") + " s) by " +
+           (by == "launcher" ? std::string("its launcher") : "member " + by) + ", which killed it";
   switch (r.how) {
     case RankRecord::End::Exited:
       return "exited with status " + std::to_string(r.code);
@@ -174,7 +177,7 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
       init_failures = 0;
   bool any_started = false, any_runtime = false;
   long epoch = -1, size = -1, recoveries = 0;
-  int spares = 0, spares_admitted = 0, spares_unused = 0, released = 0, with_errors = 0;
+  int spares = 0, spares_admitted = 0, spares_unused = 0, released = 0, with_errors = 0, stuck = 0;
   std::vector<std::string> losses;
   std::vector<bool> seen(static_cast<std::size_t>(std::max(o.ranks_started, 0)), false);
   for (const RankRecord& r : records) {
@@ -236,6 +239,7 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
       continue;
     }
     ++lost;
+    if (!word(r, outcome::kExcludedBy).empty()) ++stuck;
     if (r.how == RankRecord::End::Exited && lost_status == 0) lost_status = r.code;
     if (r.mpi_init_failed()) ++init_failures;
     losses.push_back(where + ": " + (r.mpi_init_failed() ? "its MPI_Init failed; it " : "") +
@@ -256,16 +260,17 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
                               "its launcher killed)"));
     }
 
-  std::string head = started + " ranks started" +
-                     (spares > 0 ? " (" + std::to_string(spares) + (spares == 1 ? " spare: " : " spares: ") +
-                                       std::to_string(spares_admitted) + " admitted, " +
-                                       std::to_string(spares_unused) + " not needed)"
-                                 : std::string()) +
-                     ", " + std::to_string(finished - with_errors) + " finished normally, " +
-                     (with_errors > 0 ? std::to_string(with_errors) + " finished after collective errors, "
-                                      : std::string()) +
-                     (released > 0 ? std::to_string(released) + " released, " : std::string()) +
-                     std::to_string(lost) + " lost";
+  std::string head =
+      started + " ranks started" +
+      (spares > 0 ? " (" + std::to_string(spares) + (spares == 1 ? " spare: " : " spares: ") +
+                        std::to_string(spares_admitted) + " admitted, " + std::to_string(spares_unused) +
+                        " not needed)"
+                  : std::string()) +
+      ", " + std::to_string(finished - with_errors) + " finished normally, " +
+      (with_errors > 0 ? std::to_string(with_errors) + " finished after collective errors, "
+                       : std::string()) +
+      (released > 0 ? std::to_string(released) + " released, " : std::string()) + std::to_string(lost) +
+      " lost" + (stuck > 0 ? " (" + std::to_string(stuck) + " of them excluded as stuck)" : std::string());
   if (epoch >= 0)
     head += "; " + std::to_string(recoveries) + (recoveries == 1 ? " recovery" : " recoveries") +
             ", final size " + std::to_string(size) + " (epoch " + std::to_string(epoch) + ")";

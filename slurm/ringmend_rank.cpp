@@ -19,9 +19,11 @@
 //   * otherwise, the program's exit status.
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,7 +36,9 @@
 #include <string>
 #include <thread>
 
+#include "ringmend/core/options.hpp"
 #include "ringmend/core/outcome.hpp"
+#include "ringmend/core/progress_record.hpp"
 #include "slurm/job_outcome.hpp"
 #include "ulfm/launch_environment.hpp"
 
@@ -88,6 +92,77 @@ void remove_segments_of(pid_t pid) {
   while (const dirent* e = ::readdir(dir))
     if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) ::unlinkat(::dirfd(dir), e->d_name, 0);
   ::closedir(dir);
+}
+
+// RINGMEND_HANG_TIMEOUT as the program reads it (an invalid value is the
+// program's to report; the default then).
+double hang_timeout_from_environment() {
+  const double fallback = ringmend::Settings{}.hang_timeout_seconds;
+  const char* v = std::getenv("RINGMEND_HANG_TIMEOUT");
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const double t = std::strtod(v, &end);
+  return end && *end == 0 && t >= 0 ? t : fallback;
+}
+
+// Whether `pid` is stopped by a signal (a debugger's stop, t, is not counted).
+bool stopped(pid_t pid) { return ringmend::progress::process_state(pid) == 'T'; }
+
+// The program's node mates exclude it when it is stuck, and so does this
+// launcher for the stuck processes a mate cannot see (docs/recovery.md,
+// "Stuck members"): one stopped by a signal, or inside a collective without
+// progress, for the hang timeout. Time counts only while this launcher
+// runs itself (a job suspended whole, by Slurm's gang scheduling say,
+// excludes nobody). Returns when the program has ended; `words` gains
+// what the exclusion was.
+void supervise(pid_t child, double hang, std::string& words) {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
+  if (pidfd >= 0 && hang > 0) {
+    double last = static_cast<double>(ringmend::progress::monotonic_ns()) / 1e9;
+    double stopped_for = 0, stuck_for = 0, idle_before = 0;
+    for (;;) {
+      pollfd p{pidfd, POLLIN, 0};
+      const int n = ::poll(&p, 1, 100);
+      if (n > 0) break;  // it ended
+      if (n < 0 && errno != EINTR) break;
+      const double now = static_cast<double>(ringmend::progress::monotonic_ns()) / 1e9;
+      const double dt = now - last;
+      last = now;
+      if (dt > 1.0) {  // this launcher did not run meanwhile: start again
+        stopped_for = stuck_for = 0;
+        continue;
+      }
+      stopped_for = stopped(child) ? stopped_for + dt : 0;
+      const auto seen = ringmend::progress::observe(child);
+      const bool still =
+          seen && seen->phase == ringmend::progress::Phase::Collective && seen->idle_seconds > idle_before;
+      stuck_for = still ? stuck_for + dt : 0;
+      idle_before = seen ? seen->idle_seconds : 0;
+      if (stopped_for < hang && stuck_for < hang) continue;
+      std::string why;
+      const double idle = std::max(stopped_for, stuck_for);
+      if (ringmend::progress::exclude(child, ringmend::progress::kByLauncher, idle, why)) {
+        std::fprintf(stderr,
+                     "ringmend-rank: pid %d %s for %.1f s (RINGMEND_HANG_TIMEOUT %.1f s): excluded as stuck "
+                     "(killed)\n",
+                     static_cast<int>(child),
+                     stopped_for >= hang ? "stopped by a signal" : "showed no progress in a collective", idle,
+                     hang);
+        break;
+      }
+    }
+  }
+  if (pidfd >= 0) ::close(pidfd);
+  // Who excluded it, as its record says (a node mate, or this launcher).
+  if (const auto seen = ringmend::progress::observe(child); seen && seen->excluded_by != -1) {
+    char text[96];
+    std::snprintf(text, sizeof text, " %s=%s %s=%.1f", ringmend::outcome::kExcludedBy,
+                  seen->excluded_by == ringmend::progress::kByLauncher
+                      ? "launcher"
+                      : std::to_string(seen->excluded_by).c_str(),
+                  ringmend::outcome::kStuckFor, seen->excluded_after);
+    words += text;
+  }
 }
 
 }  // namespace
@@ -149,6 +224,11 @@ int main(int argc, char** argv) {
   g_child = child;
   r.pid = child;
   ::close(report[1]);
+  std::string excluded;
+  // Under RINGMEND_HANG_POLICY=fail nobody is excluded: the calls fail.
+  const char* policy = std::getenv("RINGMEND_HANG_POLICY");
+  const bool exclude = !(policy && std::strcmp(policy, "fail") == 0);
+  supervise(child, exclude ? hang_timeout_from_environment() : 0, excluded);
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
@@ -163,11 +243,13 @@ int main(int argc, char** argv) {
   // company: ringmend-run separates them.
   std::string words = read_all(report[0]);
   std::replace(words.begin(), words.end(), '\n', ' ');
+  words += excluded;
   const std::string line = ringmend::slurm::rank_record(r, words) + "\n";
   const bool finished =
       (" " + words + " ").find(std::string(" ") + ringmend::outcome::kFinished + "=1 ") != std::string::npos;
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
   remove_segments_of(child);
+  ringmend::progress::remove_record(child);
 
   int end_signal = 0;
   if (r.how == ringmend::slurm::RankRecord::End::Signaled)

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "ringmend/core/log.hpp"
+#include "ringmend/core/progress_record.hpp"
 
 namespace ringmend::membership::native {
 
@@ -295,6 +296,19 @@ void Group::progress(int timeout_ms) {
   timers(Clock::now());
 }
 
+void Group::end_stopped_mates() {
+  for (MemberId m : mate_ids_) {
+    const auto& next = change_->next_view();
+    if (std::find(next.begin(), next.end(), m) != next.end()) continue;
+    const pid_t pid = records_.at(m).pid;
+    std::string why;
+    if (progress::process_state(pid) == 'T' && progress::exclude(pid, self(), 0, why))
+      log(LogLevel::Warn, "native membership: member " + std::to_string(m) + " (pid " + std::to_string(pid) +
+                              "), stopped, was left out of view " + std::to_string(epoch_ + 1) +
+                              " with this process: killed, so that it cannot come back");
+  }
+}
+
 Group::Change Group::recover(bool leaving) {
   change_->stalled();  // the caller saw a collective stall, or the change began: take part
   note_change();
@@ -317,6 +331,7 @@ Group::Change Group::recover(bool leaving) {
     const std::string why = "member " + std::to_string(self()) + " was left out of view " +
                             std::to_string(epoch_ + 1) + " " + ids_text(change_->next_view()) +
                             " (the others declared it failed): it must leave the job";
+    end_stopped_mates();
     // It may be the only one left that knows: it answers for a while, once
     // (a runtime that asks again on its way out is told at once).
     const auto grace = Clock::now() + span(fenced_grace_served_ ? 0.0 : settings_.fenced_grace);

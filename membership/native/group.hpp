@@ -153,6 +153,11 @@ class Group {
   std::optional<std::map<MemberId, std::string>> collect(FrameKind kind, const std::vector<MemberId>& peers,
                                                          const std::string& mine, double timeout_seconds);
   void install(const std::vector<MemberId>& next);
+  // This process is left out of the next view: its node mates left out
+  // with it that are stopped by a signal are killed (their node's
+  // heartbeat stopped with them, so the others took the node for lost;
+  // nobody else would end them, and a stopped process holds its job step).
+  void end_stopped_mates();
   void watch_view();
   void suspect(MemberId id, const char* why);
   void deliver(std::vector<Message> messages);

@@ -5,9 +5,14 @@
 //
 //   fault_allreduce --iters=N --count=C [--expect-size=S] [--mode=allreduce|mixed|bcast]
 //                   [--sleep-ms=M] [--pid-dir=D] [--expect-root-lost=CALL] [--allow-root-lost=yes]
+//                   [--hang-member=ID --hang-at=ITERATION]
+// --hang-member: that member stops coming to the collectives at that
+// iteration (it spins in its own code for ever, as a livelocked thread
+// would): the hang detector must exclude it.
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -21,7 +26,7 @@ using namespace ringmend::testing;
 int main(int argc, char** argv) {
   require_known_options(argc, argv,
                         {"iters", "count", "expect-size", "mode", "sleep-ms", "pid-dir", "expect-root-lost",
-                         "allow-root-lost"});
+                         "allow-root-lost", "hang-member", "hang-at"});
   const int iters = std::stoi(option(argc, argv, "iters", "12"));
   const std::size_t count = std::stoul(option(argc, argv, "count", "100003"));
   const int expect_size = std::stoi(option(argc, argv, "expect-size", "-1"));
@@ -32,6 +37,8 @@ int main(int argc, char** argv) {
   // With kills at random moments the root of a broadcast may be the victim:
   // RootLost is then the right answer, provided the root really is gone.
   const bool allow_root_lost = option(argc, argv, "allow-root-lost", "no") == "yes";
+  const int hang_member = std::stoi(option(argc, argv, "hang-member", "-1"));
+  const int hang_at = std::stoi(option(argc, argv, "hang-at", "-1"));
 
   Runtime rt(&argc, &argv);
   Communicator& comm = rt.world();
@@ -71,6 +78,12 @@ int main(int argc, char** argv) {
     std::printf("member %d: admitted as a spare at rank %d of %d, resuming at iteration %d\n", me,
                 comm.rank(), comm.size(), it);
   for (; it < iters; ++it) {
+    if (me == hang_member && it == hang_at) {
+      std::printf("member %d: stuck in its own code from iteration %d on\n", me, it);
+      std::fflush(stdout);
+      std::atomic<unsigned long> spin = 0;
+      for (;;) spin.fetch_add(1, std::memory_order_relaxed);
+    }
     const long call = static_cast<long>(comm.collectives_called()) + 1;
     const bool bcast = mode == "bcast" || (mode == "mixed" && it % 3 == 2);
     if (bcast) {

@@ -23,6 +23,12 @@
 #               spares, fenced, leave with an error (never join)
 #   release     rank 2 (on n2) released at step 30 (it leaves the view by a
 #               view change), then n2 powered off: its other task is lost
+#   stopped     task 3 stopped with SIGSTOP for ever (RINGMEND_HANG_TIMEOUT=3):
+#               excluded as stuck (killed) by its node mate, the others go on
+#   stopped-leader  task 2, n2's first (the node's heartbeat), stopped for
+#               ever: the view change leaves it out and its mate kills it
+#               (the heartbeat may take its silence for n2's loss: then the
+#               mate, left out too, kills it on its way out, and 4 finish)
 # Every case proves its fault landed (the victim died, the node was powered
 # off or cut during the job) and that the others learned of it.
 # With RINGMEND_RUN, every case runs once more through the launcher instead
@@ -84,6 +90,16 @@ kill_task() { # (with RINGMEND_CLUSTER_DRY_FAULTS=1 said, not done)
   [ "${RINGMEND_CLUSTER_DRY_FAULTS:-0}" = 1 ] && signal=-0
   p=$(task_pid "$1")
   [ -n "$p" ] && kill $signal "$p" && echo "task $1 (pid $p) SIGKILLed"
+}
+stop_task() { # SIGSTOP for ever, then waits (30 s at most) until the process is gone
+  local p signal=-STOP
+  [ "${RINGMEND_CLUSTER_DRY_FAULTS:-0}" = 1 ] && signal=-0
+  p=$(task_pid "$1")
+  [ -n "$p" ] && kill $signal "$p" && echo "task $1 (pid $p) stopped"
+  for _ in $(seq 1 300); do
+    kill -0 "$p" 2>/dev/null || { echo "stopped task $1 is gone"; return; }
+    sleep 0.1
+  done
 }
 cut_and_heal() {
   "$cluster" cut-node "$1"
@@ -230,4 +246,11 @@ else
   pass "release: member 2 counted released, not lost"
 fi
 "$cluster" heal-node n2 >/dev/null
+
+for case in stopped:3:5 stopped-leader:2:[45]; do
+  IFS=: read -r name task size <<<"$case"
+  RINGMEND_HANG_TIMEOUT=3 run "$name" stop_task "$task"
+  has "$name: task $task was stopped during the job, and is gone" "task $task (pid" "stopped task $task is gone"
+  matched "$name" "$size" "$task"
+done
 finish

@@ -48,6 +48,31 @@ TEST(Config, EnvironmentIsValidated) {
   ::unsetenv("RINGMEND_TIMEOUT");
 }
 
+TEST(Config, HangDetection) {
+  EXPECT_DOUBLE_EQ(Options{}.resolve().hang_timeout_seconds, 60);
+  EXPECT_EQ(Options{}.resolve().hang_policy, HangPolicy::Exclude);
+  ::setenv("RINGMEND_HANG_TIMEOUT", "0", 1);
+  ::setenv("RINGMEND_HANG_POLICY", "fail", 1);
+  Settings c = Options{}.resolve();
+  EXPECT_DOUBLE_EQ(c.hang_timeout_seconds, 0);
+  EXPECT_EQ(c.hang_policy, HangPolicy::Fail);
+  ::setenv("RINGMEND_HANG_POLICY", "kill", 1);
+  try {
+    Options{}.resolve();
+    ADD_FAILURE() << "RINGMEND_HANG_POLICY=kill accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("RINGMEND_HANG_POLICY='kill' is not valid: expected exclude or fail"),
+        std::string::npos)
+        << e.what();
+  }
+  ::setenv("RINGMEND_HANG_POLICY", "exclude", 1);
+  ::setenv("RINGMEND_HANG_TIMEOUT", "-1", 1);
+  EXPECT_THROW(Options{}.resolve(), Error);
+  ::unsetenv("RINGMEND_HANG_TIMEOUT");
+  ::unsetenv("RINGMEND_HANG_POLICY");
+}
+
 TEST(Config, Spares) {
   EXPECT_EQ(Options{}.resolve().spares, 0u);
   EXPECT_EQ(Options{}.resolve().spare_policy, SparePolicy::Replace);

@@ -146,6 +146,26 @@ TEST(Judge, ErrorsTheApplicationSawAreNamed) {
   EXPECT_EQ(text.find("every rank finished normally"), std::string::npos) << text;
 }
 
+// A member excluded as stuck is lost, and the summary says by whom.
+TEST(Judge, MembersExcludedAsStuckAreNamed) {
+  const std::vector<RankRecord> records{
+      finished(0, 1, 2, 1), finished(1, 1, 2, 1),
+      rank(2, RankRecord::End::Signaled, SIGKILL, "started=1 excluded_by=0 stuck_for=60.2"),
+      rank(3, RankRecord::End::Signaled, SIGKILL, "started=1 excluded_by=launcher stuck_for=61.0")};
+  const Verdict v = judge(records, started(4));
+  EXPECT_EQ(v.exit_status, 0);
+  const std::string text = all(v);
+  EXPECT_NE(text.find("2 finished normally, 2 lost (2 of them excluded as stuck)"), std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("member 2 on node1: excluded as stuck (no progress for 60.2 s) by member 0, which killed it"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("member 3 on node1: excluded as stuck (no progress for 61.0 s) by its launcher"),
+            std::string::npos)
+      << text;
+}
+
 TEST(Judge, NoRankFinishedIsAFailure) {
   const Verdict v = judge({rank(0, RankRecord::End::Signaled, SIGSEGV, "started=1"),
                            rank(1, RankRecord::End::Signaled, SIGSEGV, "started=1")},

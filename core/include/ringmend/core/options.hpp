@@ -23,6 +23,13 @@ namespace ringmend {
 enum class SparePolicy { Replace, Shrink };
 const char* name_of(SparePolicy policy);
 
+// What the hang detector does with a member it finds stuck
+// (Settings::hang_policy; docs/recovery.md, "Stuck members").
+//   exclude  kill it and recover as from its death
+//   fail     the waiting call fails with Errc::Timeout naming it
+enum class HangPolicy { Exclude, Fail };
+const char* name_of(HangPolicy policy);
+
 // Which membership backend runs the recoveries (Settings::membership).
 //   auto    ULFM under mpirun with fault tolerance; the native membership
 //           when srun started the job (docs/membership.md)
@@ -38,6 +45,10 @@ struct Settings {
   std::size_t chunk_bytes = 256 * KiB;  // RINGMEND_CHUNK_BYTES: pipeline chunk of the flat ring and broadcast
   std::size_t small_bytes = 16 * KiB;   // RINGMEND_SMALL_BYTES: one-shot (latency) path up to this size
   double timeout_seconds = 300;         // RINGMEND_TIMEOUT: one collective, 0 = none
+  // A member that neither reaches the collective the others wait in nor
+  // shows progress inside one for this long is stuck (docs/recovery.md).
+  double hang_timeout_seconds = 60;              // RINGMEND_HANG_TIMEOUT: 0 = no hang detection
+  HangPolicy hang_policy = HangPolicy::Exclude;  // RINGMEND_HANG_POLICY: exclude | fail
   // Membership
   double recovery_timeout_seconds = 120;  // RINGMEND_RECOVERY_TIMEOUT
   // The native membership (docs/membership.md): a node whose leader sends
@@ -100,11 +111,13 @@ struct Settings {
 // What a program asks for; see the top of this file.
 struct Options {
   std::optional<std::size_t> chunk_bytes, small_bytes;
-  std::optional<double> timeout_seconds, recovery_timeout_seconds, heartbeat_timeout_seconds,
-      start_timeout_seconds, finalize_timeout_seconds, mpi_finalize_timeout_seconds;
+  std::optional<double> timeout_seconds, hang_timeout_seconds, recovery_timeout_seconds,
+      heartbeat_timeout_seconds, start_timeout_seconds, finalize_timeout_seconds,
+      mpi_finalize_timeout_seconds;
   std::optional<std::size_t> spares;
   std::optional<bool> join;
   std::optional<SparePolicy> spare_policy;
+  std::optional<HangPolicy> hang_policy;
   std::optional<MembershipBackend> membership;
   std::optional<std::string> control_interface;
   std::optional<bool> shm;
@@ -129,6 +142,7 @@ double parse_seconds(const std::string& name, const std::string& value);
 bool parse_bool(const std::string& name, const std::string& value);
 LogLevel parse_log_level(const std::string& name, const std::string& value);
 SparePolicy parse_spare_policy(const std::string& name, const std::string& value);
+HangPolicy parse_hang_policy(const std::string& name, const std::string& value);
 MembershipBackend parse_membership(const std::string& name, const std::string& value);
 
 }  // namespace ringmend

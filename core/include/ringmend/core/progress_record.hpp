@@ -1,0 +1,111 @@
+// What a process of a job is doing, readable by the other processes of its
+// machine: the evidence of the hang detector (docs/recovery.md, "Stuck
+// members").
+//
+// Every process of a job keeps one small record in shared memory
+// (/dev/shm/ringmend-progress-<pid>): where it is (between collectives, in
+// one, in a recovery), which collective it last entered, and when it last
+// showed progress (a wait of the runtime's data path stamps it as it
+// polls). The record outlives a stop: a process stopped by SIGSTOP, hung in
+// a driver or livelocked in its own code leaves a stamp that ages, and its
+// node mates (and its launcher, ringmend-rank) read the age. A reader that
+// judges the process stuck kills it through a pidfd, checked against the
+// process's start time, so that a reused pid is never hit, and writes into
+// the record who excluded it (the launcher's summary names it).
+//
+// Plain POSIX, no library: the runtime writes records, ringmend-rank reads
+// them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace ringmend::progress {
+
+enum class Phase : std::uint32_t {
+  Application = 0,  // between collectives: the application's own code
+  Collective = 1,   // inside a collective call (its waits stamp the record)
+  Recovery = 2,     // in a membership change (bounded by its own timeouts)
+  Finishing = 3,    // shutting down
+};
+const char* name_of(Phase phase);
+
+// CLOCK_MONOTONIC in nanoseconds: one clock for every process of a machine.
+std::uint64_t monotonic_ns();
+
+// The name of process `pid`'s record (for shm_open).
+std::string record_name(pid_t pid);
+
+struct RecordPage;  // the shared page (progress_record.cpp)
+
+// This process's record: created when the Runtime starts, removed when the
+// process ends normally (the launcher removes what a killed one leaves).
+class OwnRecord {
+ public:
+  // Nothing when /dev/shm cannot be used (the detector is then blind to
+  // this process, which it says once).
+  static std::unique_ptr<OwnRecord> create();
+  ~OwnRecord();
+  OwnRecord(const OwnRecord&) = delete;
+  OwnRecord& operator=(const OwnRecord&) = delete;
+
+  void set_member(int member);
+  // Enters `phase` (at collective `seq`); stamps.
+  void enter(Phase phase, std::uint64_t seq);
+  // Progress now (`now_ns`: monotonic_ns()).
+  void stamp(std::uint64_t now_ns);
+
+ private:
+  OwnRecord(RecordPage* shared, std::string name) : shared_(shared), name_(std::move(name)) {}
+  RecordPage* shared_;
+  std::string name_;
+};
+
+// What a reader sees of another process's record.
+struct Observation {
+  pid_t pid = 0;
+  int member = -1;
+  Phase phase = Phase::Application;
+  std::uint64_t seq = 0;      // the last collective it entered
+  double idle_seconds = 0;    // since its last stamp
+  int excluded_by = -1;       // the member that excluded it as stuck, kByLauncher, or -1
+  double excluded_after = 0;  // ... after this many seconds without progress
+};
+
+// Reads process `pid`'s record; nothing when it has none, or when the
+// record belongs to an earlier process of the same pid.
+std::optional<Observation> observe(pid_t pid);
+
+// Whether a process whose record reads `seen` is stuck, as judged by a
+// member that has waited `waited` seconds in collective `seq`: it has not
+// reached that collective, or shows no progress inside one, for
+// `hang_timeout` seconds while the judge waited as long. A process in a
+// recovery or finishing is left to those steps' own bounds.
+bool is_stuck(const Observation& seen, std::uint64_t seq, double waited, double hang_timeout);
+// The same for a process's own launcher, which sees no collective: stuck
+// when inside a collective without progress for `hang_timeout`.
+bool is_stuck_in_collective(const Observation& seen, double hang_timeout);
+
+// The `by` of an exclusion by the process's own launcher (ringmend-rank).
+inline constexpr int kByLauncher = -2;
+
+// Writes into `pid`'s record that member `by` excluded it after
+// `idle_seconds` without progress, then kills it with SIGKILL through a
+// pidfd (after checking that the pidfd names the process of the record).
+// False when it was already gone or could not be killed (`why` says).
+bool exclude(pid_t pid, int by, double idle_seconds, std::string& why);
+
+// The state letter of process `pid` in /proc/PID/stat (R, S, D, T for
+// stopped, t for traced, Z for a zombie, ...), or 0 when it is gone.
+char process_state(pid_t pid);
+
+// Removes a record left by a process that ended (its launcher's clean-up).
+void remove_record(pid_t pid);
+
+}  // namespace ringmend::progress

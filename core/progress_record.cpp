@@ -1,0 +1,257 @@
+#include "ringmend/core/progress_record.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <new>
+#include <sstream>
+#include <string_view>
+
+namespace ringmend::progress {
+
+namespace {
+
+constexpr std::uint64_t kMagic = 0x72696e67'70726f67ULL;  // "ringprog"
+
+// The start time of process `pid` (field 22 of /proc/<pid>/stat, clock
+// ticks since boot): with the pid, it names one process for ever.
+std::uint64_t start_ticks_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');  // the command name may hold spaces and parentheses
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  // Field 3 (state) is the first after the name; the start time is field 22.
+  for (int i = 3; i <= 22; ++i)
+    if (!(fields >> field)) return 0;
+  return std::strtoull(field.c_str(), nullptr, 10);
+}
+
+int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+int pidfd_send_signal(int fd, int sig) {
+  return static_cast<int>(::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0));
+}
+
+}  // namespace
+
+// The shared page. Written by its owner (and, once, by the member that
+// excludes it); read by anyone of the machine.
+struct RecordPage {
+  std::uint64_t magic = kMagic;
+  std::int32_t pid = 0;
+  std::int32_t reserved = 0;
+  std::uint64_t start_ticks = 0;
+  std::atomic<std::int32_t> member{-1};
+  std::atomic<std::uint32_t> phase{0};
+  std::atomic<std::uint64_t> seq{0};
+  std::atomic<std::uint64_t> stamp_ns{0};
+  std::atomic<std::int32_t> excluded_by{-1};
+  std::atomic<std::uint32_t> excluded_after_ms{0};
+};
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free &&
+                  std::atomic<std::int32_t>::is_always_lock_free,
+              "the record is shared between processes");
+
+const char* name_of(Phase phase) {
+  switch (phase) {
+    case Phase::Application:
+      return "between collectives";
+    case Phase::Collective:
+      return "in a collective";
+    case Phase::Recovery:
+      return "in a recovery";
+    case Phase::Finishing:
+      return "finishing";
+  }
+  return "?";
+}
+
+std::uint64_t monotonic_ns() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(t.tv_nsec);
+}
+
+namespace {
+constexpr std::string_view kRecordPrefix = "ringmend-progress-";  // then the pid
+}  // namespace
+
+std::string record_name(pid_t pid) { return "/" + std::string(kRecordPrefix) + std::to_string(pid); }
+
+namespace {
+
+// Records whose process is gone (killed, or ended without its destructor):
+// removed by the next process of the machine that makes one.
+void remove_stale_records() {
+  DIR* dir = ::opendir("/dev/shm");
+  if (!dir) return;
+  const std::string prefix(kRecordPrefix);
+  while (const dirent* e = ::readdir(dir)) {
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) != 0) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name + prefix.size(), &end, 10);
+    if (pid > 0 && end && *end == 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      ::unlinkat(::dirfd(dir), e->d_name, 0);
+  }
+  ::closedir(dir);
+}
+
+}  // namespace
+
+std::unique_ptr<OwnRecord> OwnRecord::create() {
+  remove_stale_records();
+  const pid_t pid = ::getpid();
+  const std::string name = record_name(pid);
+  // A record of an earlier process with this pid is stale: replaced.
+  const int fd = ::shm_open(name.c_str(), O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return nullptr;
+  void* p = MAP_FAILED;
+  if (::ftruncate(fd, sizeof(RecordPage)) == 0)
+    p = ::mmap(nullptr, sizeof(RecordPage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    ::shm_unlink(name.c_str());
+    return nullptr;
+  }
+  auto* shared = new (p) RecordPage;
+  shared->pid = pid;
+  shared->start_ticks = start_ticks_of(pid);
+  shared->stamp_ns.store(monotonic_ns(), std::memory_order_release);
+  return std::unique_ptr<OwnRecord>(new OwnRecord(shared, name));
+}
+
+OwnRecord::~OwnRecord() {
+  ::munmap(shared_, sizeof(RecordPage));
+  ::shm_unlink(name_.c_str());
+}
+
+void OwnRecord::set_member(int member) { shared_->member.store(member, std::memory_order_relaxed); }
+
+void OwnRecord::enter(Phase phase, std::uint64_t seq) {
+  shared_->seq.store(seq, std::memory_order_relaxed);
+  shared_->phase.store(static_cast<std::uint32_t>(phase), std::memory_order_relaxed);
+  shared_->stamp_ns.store(monotonic_ns(), std::memory_order_release);
+}
+
+void OwnRecord::stamp(std::uint64_t now_ns) { shared_->stamp_ns.store(now_ns, std::memory_order_release); }
+
+namespace {
+
+// Maps `pid`'s record read-write (exclude() writes into it); nothing when
+// absent or not a record.
+RecordPage* map_record(pid_t pid, bool writable) {
+  const int fd = ::shm_open(record_name(pid).c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
+  if (fd < 0) return nullptr;
+  void* p =
+      ::mmap(nullptr, sizeof(RecordPage), writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) return nullptr;
+  auto* shared = static_cast<RecordPage*>(p);
+  if (shared->magic != kMagic || shared->pid != pid) {
+    ::munmap(p, sizeof(RecordPage));
+    return nullptr;
+  }
+  return shared;
+}
+
+struct Unmap {
+  RecordPage* p;
+  ~Unmap() {
+    if (p) ::munmap(p, sizeof(RecordPage));
+  }
+};
+
+}  // namespace
+
+std::optional<Observation> observe(pid_t pid) {
+  RecordPage* shared = map_record(pid, false);
+  if (!shared) return std::nullopt;
+  const Unmap unmap{shared};
+  // Size 0 after a truncation by a new owner reads as a bus error; the
+  // magic above was read from a full page, so the fields are there.
+  const std::uint64_t ticks = start_ticks_of(pid);
+  if (ticks != 0 && shared->start_ticks != 0 && ticks != shared->start_ticks) return std::nullopt;
+  Observation o;
+  o.pid = pid;
+  o.member = shared->member.load(std::memory_order_relaxed);
+  o.phase = static_cast<Phase>(shared->phase.load(std::memory_order_relaxed));
+  o.seq = shared->seq.load(std::memory_order_relaxed);
+  const std::uint64_t stamp = shared->stamp_ns.load(std::memory_order_acquire);
+  const std::uint64_t now = monotonic_ns();
+  o.idle_seconds = now > stamp ? static_cast<double>(now - stamp) / 1e9 : 0.0;
+  o.excluded_by = shared->excluded_by.load(std::memory_order_relaxed);
+  o.excluded_after = shared->excluded_after_ms.load(std::memory_order_relaxed) / 1000.0;
+  return o;
+}
+
+bool is_stuck(const Observation& seen, std::uint64_t seq, double waited, double hang_timeout) {
+  if (hang_timeout <= 0 || waited < hang_timeout || seen.idle_seconds < hang_timeout) return false;
+  switch (seen.phase) {
+    case Phase::Collective:
+      return true;  // inside a collective, it shows no progress
+    case Phase::Application:
+      return seen.seq < seq;  // it has not come to the collective the judge waits in
+    case Phase::Recovery:
+    case Phase::Finishing:
+      return false;
+  }
+  return false;
+}
+
+bool is_stuck_in_collective(const Observation& seen, double hang_timeout) {
+  return hang_timeout > 0 && seen.phase == Phase::Collective && seen.idle_seconds >= hang_timeout;
+}
+
+char process_state(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() ? text[close + 2] : '\0';
+}
+
+bool exclude(pid_t pid, int by, double idle_seconds, std::string& why) {
+  const int fd = pidfd_open(pid);
+  if (fd < 0) {
+    why = errno == ESRCH ? "already gone" : std::string("pidfd_open: ") + std::strerror(errno);
+    return false;
+  }
+  bool killed = false;
+  {
+    // The pidfd names one process; the record names it too when its start
+    // time is that of the live `pid` (checked after the pidfd was opened,
+    // so that the pid cannot be reused in between).
+    RecordPage* shared = map_record(pid, true);
+    const Unmap unmap{shared};
+    if (!shared) {
+      why = "it has no progress record";
+    } else if (shared->start_ticks != start_ticks_of(pid)) {
+      why = "the pid belongs to another process now";
+    } else if (const char state = process_state(pid); state == 'Z' || state == 'X' || state == '\0') {
+      why = "already gone";
+    } else {
+      shared->excluded_after_ms.store(static_cast<std::uint32_t>(idle_seconds * 1000),
+                                      std::memory_order_relaxed);
+      shared->excluded_by.store(by, std::memory_order_release);
+      killed = pidfd_send_signal(fd, SIGKILL) == 0;
+      if (!killed)
+        why = errno == ESRCH ? "already gone" : std::string("pidfd_send_signal: ") + std::strerror(errno);
+    }
+  }
+  ::close(fd);
+  return killed;
+}
+
+void remove_record(pid_t pid) { ::shm_unlink(record_name(pid).c_str()); }
+
+}  // namespace ringmend::progress

@@ -1,0 +1,121 @@
+#include "runtime/hang_detector.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "ringmend/core/error.hpp"
+#include "ringmend/core/log.hpp"
+
+namespace ringmend {
+namespace {
+
+// One record per process, whichever communicator makes it first; removed
+// when the process exits normally.
+progress::OwnRecord* process_record() {
+  static const std::unique_ptr<progress::OwnRecord> record = [] {
+    auto r = progress::OwnRecord::create();
+    if (!r)
+      log(LogLevel::Warn,
+          "no progress record in /dev/shm: a stuck member on this node is found by its launcher only");
+    return r;
+  }();
+  return record.get();
+}
+
+// Stamps at most this often: a wait polls every few microseconds, and the
+// detector needs tenths of a second.
+constexpr std::uint64_t kStampEveryNs = 20'000'000;
+// A waiting member looks at its node's records at most this often.
+constexpr std::uint64_t kLookEveryNs = 100'000'000;
+
+}  // namespace
+
+HangDetector::HangDetector(double hang_timeout_seconds, HangPolicy policy)
+    : hang_timeout_(hang_timeout_seconds), policy_(policy), record_(process_record()) {}
+
+void HangDetector::set_member(int id) {
+  if (record_) record_->set_member(id);
+}
+
+void HangDetector::enter(progress::Phase phase, std::uint64_t seq) {
+  if (record_) record_->enter(phase, seq);
+  waiting_since_ns_ = 0;
+}
+
+void HangDetector::waiting(std::uint64_t now_ns, std::uint64_t seq, const membership::Epoch& e) {
+  if (record_ && now_ns - last_stamp_ns_ >= kStampEveryNs) {
+    record_->stamp(now_ns);
+    last_stamp_ns_ = now_ns;
+  }
+  if (hang_timeout_ <= 0) return;
+  // A gap between two polls (this process was stopped, or the job
+  // suspended whole) starts the wait again: only time this member spent
+  // waiting counts, and a healthy member stamps within it.
+  const bool gap = now_ns - last_poll_ns_ > 1'000'000'000ULL;
+  last_poll_ns_ = now_ns;
+  if (waiting_since_ns_ == 0 || gap) {
+    waiting_since_ns_ = now_ns;
+    next_look_ns_ = now_ns + static_cast<std::uint64_t>(hang_timeout_ * 1e9);
+    return;
+  }
+  if (now_ns < next_look_ns_) return;
+  next_look_ns_ = now_ns + kLookEveryNs;
+  look_for_stuck(seq, static_cast<double>(now_ns - waiting_since_ns_) / 1e9, e);
+}
+
+namespace {
+
+// Members of the same machine and node as `me` (pids mean something there).
+bool same_node(const membership::MemberInfo& m, const membership::MemberInfo& me) {
+  return m.machine == me.machine && std::strncmp(m.node, me.node, sizeof m.node) == 0;
+}
+
+}  // namespace
+
+void HangDetector::remember(const membership::Epoch& e) {
+  // Kept across epochs: fence_lost() asks after members the last one lost.
+  const membership::MemberInfo& me = e.infos.at(static_cast<std::size_t>(e.rank));
+  for (int r = 0; r < e.size; ++r)
+    if (r != e.rank && same_node(e.infos.at(static_cast<std::size_t>(r)), me))
+      mates_[e.members.at(static_cast<std::size_t>(r))] = e.infos.at(static_cast<std::size_t>(r)).pid;
+}
+
+void HangDetector::fence_lost(const std::vector<membership::MemberId>& lost, membership::MemberId me) {
+  for (membership::MemberId id : lost) {
+    const auto it = mates_.find(id);
+    if (it == mates_.end()) continue;
+    const auto seen = progress::observe(it->second);
+    std::string why;
+    if (seen && progress::exclude(it->second, me, seen->idle_seconds, why))
+      log(LogLevel::Warn, "member " + std::to_string(id) + " (pid " + std::to_string(it->second) +
+                              ") was left out of the view alive, " + progress::name_of(seen->phase) +
+                              " without progress for " + seconds_text(seen->idle_seconds) +
+                              ": killed, so that it cannot come back");
+  }
+}
+
+void HangDetector::look_for_stuck(std::uint64_t seq, double waited, const membership::Epoch& e) {
+  const membership::MemberInfo& me = e.infos.at(static_cast<std::size_t>(e.rank));
+  for (int r = 0; r < e.size; ++r) {
+    const membership::MemberInfo& m = e.infos.at(static_cast<std::size_t>(r));
+    if (r == e.rank || !same_node(m, me)) continue;
+    const auto seen = progress::observe(m.pid);
+    if (!seen || !progress::is_stuck(*seen, seq, waited, hang_timeout_)) continue;
+    const std::string what =
+        "member " + std::to_string(e.members.at(static_cast<std::size_t>(r))) + " (pid " +
+        std::to_string(m.pid) + ", node " + std::string(m.node, strnlen(m.node, sizeof m.node)) + ") " +
+        (seen->phase == progress::Phase::Collective
+             ? "shows no progress in collective #" + std::to_string(seen->seq)
+             : "has not come to collective #" + std::to_string(seq)) +
+        " for " + seconds_text(seen->idle_seconds) + " while member " + std::to_string(e.my_id()) +
+        " waited " + seconds_text(waited) + " (RINGMEND_HANG_TIMEOUT " + seconds_text(hang_timeout_) + ")";
+    if (policy_ == HangPolicy::Fail) throw Error(Errc::Timeout, what + "; RINGMEND_HANG_POLICY=fail");
+    std::string why;
+    if (progress::exclude(m.pid, e.my_id(), seen->idle_seconds, why))
+      log(LogLevel::Warn, what + ": excluded as stuck (killed); the job recovers from it as from a death");
+    else
+      log(LogLevel::Debug, what + ": not excluded here (" + why + ")");
+  }
+}
+
+}  // namespace ringmend

@@ -1,0 +1,104 @@
+// The progress record and the rules of the hang detector
+// (core/progress_record.hpp): a real child process writes its record, is
+// judged from it, stopped and excluded through its pidfd.
+#include "ringmend/core/progress_record.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+namespace ringmend::progress {
+namespace {
+
+Observation seen(Phase phase, std::uint64_t seq, double idle) {
+  Observation o;
+  o.phase = phase;
+  o.seq = seq;
+  o.idle_seconds = idle;
+  return o;
+}
+
+TEST(HangRule, StuckOnlyWhenBothWaitedTheHangTimeout) {
+  // Not at the collective the judge waits in (#7), idle 5 s: stuck once the
+  // judge itself waited 3 s.
+  EXPECT_TRUE(is_stuck(seen(Phase::Application, 6, 5), 7, 3, 3));
+  EXPECT_FALSE(is_stuck(seen(Phase::Application, 6, 5), 7, 2.9, 3));   // the judge waited too little
+  EXPECT_FALSE(is_stuck(seen(Phase::Application, 6, 2.9), 7, 10, 3));  // it came recently
+  EXPECT_FALSE(is_stuck(seen(Phase::Application, 7, 50), 7, 10, 3));   // it finished #7 already
+  EXPECT_TRUE(is_stuck(seen(Phase::Collective, 7, 4), 7, 4, 3));       // inside one, no progress
+  EXPECT_FALSE(is_stuck(seen(Phase::Recovery, 6, 50), 7, 50, 3));      // bounded by the recovery's own
+  EXPECT_FALSE(is_stuck(seen(Phase::Finishing, 6, 50), 7, 50, 3));
+  EXPECT_FALSE(is_stuck(seen(Phase::Collective, 7, 50), 7, 50, 0));  // 0: detection off
+  EXPECT_TRUE(is_stuck_in_collective(seen(Phase::Collective, 7, 3), 3));
+  EXPECT_FALSE(is_stuck_in_collective(seen(Phase::Application, 7, 50), 3));
+}
+
+// A child with a record in phase `phase` at collective `seq` that then
+// waits for ever without stamping it.
+pid_t child_with_record(Phase phase, std::uint64_t seq, int member) {
+  int ready[2];
+  if (::pipe(ready) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    auto record = OwnRecord::create();
+    if (!record) ::_exit(3);
+    record->set_member(member);
+    record->enter(phase, seq);
+    [[maybe_unused]] const auto n = ::write(ready[1], "x", 1);
+    for (;;) ::pause();
+  }
+  char c;
+  [[maybe_unused]] const auto n = ::read(ready[0], &c, 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  return pid;
+}
+
+TEST(ProgressRecord, ReadByAnotherProcessAndAgesWithoutStamps) {
+  const pid_t pid = child_with_record(Phase::Collective, 42, 5);
+  ASSERT_GT(pid, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto o = observe(pid);
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->member, 5);
+  EXPECT_EQ(o->phase, Phase::Collective);
+  EXPECT_EQ(o->seq, 42u);
+  EXPECT_GE(o->idle_seconds, 0.19);
+  EXPECT_EQ(o->excluded_by, -1);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  // A record whose process is gone: nothing to judge, and nobody excluded.
+  std::string why;
+  EXPECT_FALSE(exclude(pid, 1, 1.0, why));
+  remove_record(pid);
+  EXPECT_FALSE(observe(pid));
+  EXPECT_FALSE(observe(::getpid() + 1000000));  // no such record
+}
+
+TEST(ProgressRecord, ExcludeKillsAStoppedProcessAndSaysWho) {
+  const pid_t pid = child_with_record(Phase::Application, 7, 2);
+  ASSERT_GT(pid, 0);
+  ::kill(pid, SIGSTOP);
+  for (int i = 0; i < 100 && process_state(pid) != 'T'; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(process_state(pid), 'T');
+  std::string why;
+  ASSERT_TRUE(exclude(pid, 3, 4.5, why)) << why;
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  // What the launcher reads after the end (before it removes the record).
+  const auto o = observe(pid);
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->excluded_by, 3);
+  EXPECT_NEAR(o->excluded_after, 4.5, 0.01);
+  remove_record(pid);
+  EXPECT_EQ(process_state(pid), '\0');
+}
+
+}  // namespace
+}  // namespace ringmend::progress
