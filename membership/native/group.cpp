@@ -302,7 +302,9 @@ void Group::end_stopped_mates() {
     if (std::find(next.begin(), next.end(), m) != next.end()) continue;
     const pid_t pid = records_.at(m).pid;
     std::string why;
-    if (progress::process_state(pid) == 'T' && progress::exclude(pid, self(), 0, why))
+    const auto seen = progress::observe(pid);
+    if (seen && progress::process_state(pid) == 'T' &&
+        progress::exclude(pid, self(), seen->idle_seconds, why))
       log(LogLevel::Warn, "native membership: member " + std::to_string(m) + " (pid " + std::to_string(pid) +
                               "), stopped, was left out of view " + std::to_string(epoch_ + 1) +
                               " with this process: killed, so that it cannot come back");
