@@ -190,6 +190,7 @@ std::optional<Observation> observe(pid_t pid) {
   const std::uint64_t stamp = shared->stamp_ns.load(std::memory_order_acquire);
   const std::uint64_t now = monotonic_ns();
   o.idle_seconds = now > stamp ? static_cast<double>(now - stamp) / 1e9 : 0.0;
+  o.stamp_ns = stamp;
   o.excluded_by = shared->excluded_by.load(std::memory_order_relaxed);
   o.excluded_after = shared->excluded_after_ms.load(std::memory_order_relaxed) / 1000.0;
   return o;
@@ -207,6 +208,13 @@ bool is_stuck(const Observation& seen, std::uint64_t seq, double waited, double 
       return false;
   }
   return false;
+}
+
+double StillInCollective::look(const std::optional<Observation>& seen, double dt) {
+  const bool still = seen && seen->phase == Phase::Collective && seen->stamp_ns == stamp_;
+  seconds_ = still ? seconds_ + dt : 0;
+  stamp_ = seen ? seen->stamp_ns : 0;
+  return seconds_;
 }
 
 bool is_stuck_in_collective(const Observation& seen, double hang_timeout) {

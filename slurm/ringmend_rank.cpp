@@ -119,7 +119,9 @@ void supervise(pid_t child, double hang, std::string& words) {
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
   if (pidfd >= 0 && hang > 0) {
     double last = static_cast<double>(ringmend::progress::monotonic_ns()) / 1e9;
-    double stopped_for = 0, stuck_for = 0, idle_before = 0;
+    double stopped_for = 0, stuck_for = 0;
+    bool was_stopped = false;
+    ringmend::progress::StillInCollective in_collective;
     for (;;) {
       pollfd p{pidfd, POLLIN, 0};
       const int n = ::poll(&p, 1, 100);
@@ -130,14 +132,17 @@ void supervise(pid_t child, double hang, std::string& words) {
       last = now;
       if (dt > 1.0) {  // this launcher did not run meanwhile: start again
         stopped_for = stuck_for = 0;
+        was_stopped = false;
+        in_collective = {};
         continue;
       }
-      stopped_for = stopped(child) ? stopped_for + dt : 0;
+      // From the first look that finds it stopped (it stopped since the
+      // look before, at most 100 ms earlier): never before the hang timeout.
+      const bool is_stopped = stopped(child);
+      stopped_for = is_stopped && was_stopped ? stopped_for + dt : 0;
+      was_stopped = is_stopped;
       const auto seen = ringmend::progress::observe(child);
-      const bool still =
-          seen && seen->phase == ringmend::progress::Phase::Collective && seen->idle_seconds > idle_before;
-      stuck_for = still ? stuck_for + dt : 0;
-      idle_before = seen ? seen->idle_seconds : 0;
+      stuck_for = in_collective.look(seen, dt);
       if (stopped_for < hang && stuck_for < hang) continue;
       std::string why;
       const double idle = std::max(stopped_for, stuck_for);

@@ -62,6 +62,7 @@ for ((round = 1; round <= rounds; round++)); do
     kill -STOP "$pid" && echo "round $round: kill -STOP world rank $v (pid $pid) ${delay_ms} ms after start"
     pids+=("$pid")
   done
+  stopped_at=$(date +%s.%N)
   if [ "$mode" = short ]; then
     # Well under the hang timeout, so that the detector must leave it alone.
     sleep "$(awk -v h="$hang" 'BEGIN { printf "%.2f", h / 3 }')"
@@ -96,6 +97,20 @@ for ((round = 1; round <= rounds; round++)); do
   fi
   if grep -q "Timeout" "$dir/out"; then
     echo "round $round: FAILED (a collective timed out: the application saw the hang)"; fail=1
+  fi
+  # The target: the survivors go on after the hang timeout, within a little
+  # more (the judges look every 100 ms once they waited the timeout; a
+  # loaded machine may delay a poll, so a second is the bound checked).
+  if [ "$mode" != short ] && line=$(grep -m1 "recovered from the loss of member" "$dir/out"); then
+    recovered_at=$(date -d "${line%% *}" +%s.%N 2>/dev/null)
+    if [ -n "$recovered_at" ]; then
+      lag=$(awk -v s="$stopped_at" -v r="$recovered_at" -v h="$hang" 'BEGIN { printf "%.3f", r - s - h }')
+      echo "round $round: stopped -> recovered: the hang timeout + $lag s"
+      if awk -v l="$lag" 'BEGIN { exit !(l > 1.0 || l < -0.05) }'; then
+        echo "round $round: FAILED (recovered $lag s after the hang timeout: never before it, within a second)"
+        fail=1
+      fi
+    fi
   fi
   echo "round $round: job took $took s"
   rm -rf "$dir"

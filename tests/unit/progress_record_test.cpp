@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -35,6 +36,29 @@ TEST(HangRule, StuckOnlyWhenBothWaitedTheHangTimeout) {
   EXPECT_FALSE(is_stuck(seen(Phase::Collective, 7, 50), 7, 50, 0));  // 0: detection off
   EXPECT_TRUE(is_stuck_in_collective(seen(Phase::Collective, 7, 3), 3));
   EXPECT_FALSE(is_stuck_in_collective(seen(Phase::Application, 7, 50), 3));
+}
+
+// The launcher's rule compares stamps: a member that stamps every 20 ms,
+// looked at every 100.1 ms, shows an age that grows by 0.1 ms per look for
+// 200 looks (the two periods alias); it must never count as stuck.
+TEST(HangRule, TheLauncherComparesStampsNotAges) {
+  StillInCollective progressing, stopped;
+  double worst = 0;
+  for (int i = 0; i < 400; ++i) {
+    const double t = 1 + i * 0.1001;                                           // monotonic time: never 0
+    const auto stamp = static_cast<std::uint64_t>(t / 0.020) * 20'000'000ULL;  // every 20 ms
+    Observation o = seen(Phase::Collective, 7, t - static_cast<double>(stamp) / 1e9);
+    o.stamp_ns = stamp;
+    worst = std::max(worst, progressing.look(o, 0.1001));
+    Observation frozen = seen(Phase::Collective, 7, t);
+    frozen.stamp_ns = 1;
+    stopped.look(frozen, 0.1001);
+  }
+  EXPECT_EQ(worst, 0) << "a progressing member counted as stuck";
+  Observation frozen = seen(Phase::Collective, 7, 40);
+  frozen.stamp_ns = 1;
+  EXPECT_GT(stopped.look(frozen, 0.1), 39.0);
+  EXPECT_EQ(stopped.look(std::nullopt, 0.1), 0);  // no record: nothing counted
 }
 
 // A child with a record in phase `phase` at collective `seq` that then

@@ -72,10 +72,11 @@ struct Observation {
   pid_t pid = 0;
   int member = -1;
   Phase phase = Phase::Application;
-  std::uint64_t seq = 0;      // the last collective it entered
-  double idle_seconds = 0;    // since its last stamp
-  int excluded_by = -1;       // the member that excluded it as stuck, kByLauncher, or -1
-  double excluded_after = 0;  // ... after this many seconds without progress
+  std::uint64_t seq = 0;       // the last collective it entered
+  double idle_seconds = 0;     // since its last stamp
+  std::uint64_t stamp_ns = 0;  // the last stamp itself (a new one: progress)
+  int excluded_by = -1;        // the member that excluded it as stuck, kByLauncher, or -1
+  double excluded_after = 0;   // ... after this many seconds without progress
 };
 
 // Reads process `pid`'s record; nothing when it has none, or when the
@@ -94,6 +95,21 @@ bool is_stuck_in_collective(const Observation& seen, double hang_timeout);
 
 // The `by` of an exclusion by the process's own launcher (ringmend-rank).
 inline constexpr int kByLauncher = -2;
+
+// The launcher's rule, look after look: how long a process has stayed
+// inside a collective with the same stamp. It compares the stamps, not
+// their ages: a process that stamps every 20 ms, looked at every 100 ms,
+// shows ages that can grow for many looks in a row while it progresses.
+class StillInCollective {
+ public:
+  // One look, `dt` seconds after the previous one (`seen`: nothing when
+  // the process has no record); returns the seconds without progress.
+  double look(const std::optional<Observation>& seen, double dt);
+
+ private:
+  double seconds_ = 0;
+  std::uint64_t stamp_ = 0;
+};
 
 // Writes into `pid`'s record that member `by` excluded it after
 // `idle_seconds` without progress, then kills it with SIGKILL through a
