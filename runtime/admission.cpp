@@ -298,6 +298,10 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
 
 void Communicator::Impl::serve_as_spare() {
   ringmend::log(LogLevel::Debug, "spare: waiting to be admitted");
+  // Membership work until its first call (a waiting spare stamps nothing:
+  // its admission, however long, must not look like a member that does not
+  // come to the call).
+  hang_.enter(progress::Phase::Recovery, 0);
   for (int rounds = 0;; ++rounds) {
     if (faults_.armed()) faults_.at(FaultPhase::Spare, 0, rounds, 0);
     if (!pool_->wait_for_round()) throw SpareDismissed{1, "every member of the job is gone"};

@@ -71,7 +71,17 @@ run() {
     kill -0 "$srun_pid" 2>/dev/null || break
     sleep 0.1
   done
-  sleep 2 # the cut side, healed, leaves meanwhile
+  # The cut side (n3's tasks 4 and 5), healed, leaves meanwhile: with an
+  # error once it hears the decision, or when it gives up
+  # (RINGMEND_RECOVERY_TIMEOUT, 20 s here) when the others ended before it
+  # could ask them.
+  if [ -n "${wait_for_cut_node:-}" ]; then
+    for _ in $(seq 1 250); do
+      [ -z "$(task_pid 4)$(task_pid 5)" ] && break
+      sleep 0.1
+    done
+  fi
+  sleep 2
   stop_steps
   kill -9 "$srun_pid" 2>/dev/null
   wait "$srun_pid" 2>/dev/null
@@ -152,7 +162,7 @@ has "rank0-node: n1 was powered off during the job" "n1 powered off"
 matched rank0-node 4 "0 1"
 "$cluster" heal-node n1 >/dev/null
 
-run cut cut_and_heal n3
+wait_for_cut_node=1 run cut cut_and_heal n3
 has "cut: n3 was cut off during the job" "n3 cut off"
 matched cut 4 "4 5"
 # The cut side's own lines: its tasks' files, or its members' lines of the
@@ -219,7 +229,7 @@ else
 fi
 "$cluster" heal-node n3 >/dev/null
 
-run spare-cut cut_and_heal n3
+wait_for_cut_node=1 run spare-cut cut_and_heal n3
 spares=0
 has "spare-cut: n3 (the spares' node) was cut off during the job" "n3 cut off"
 members_finished spare-cut
