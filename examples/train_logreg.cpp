@@ -324,6 +324,9 @@ int train(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+  // Whole lines: under `srun -o` the log (stderr, unbuffered) shares the
+  // file, and a buffered block of stdout would be cut by its lines.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   // A bad setting, or a failure ringmend cannot recover from (too few ranks
   // left, a mismatched call): a clear message and a non-zero status.
   try {
