@@ -23,20 +23,27 @@ namespace {
 
 constexpr std::uint64_t kMagic = 0x72696e67'70726f67ULL;  // "ringprog"
 
-// The start time of process `pid` (field 22 of /proc/<pid>/stat, clock
-// ticks since boot): with the pid, it names one process for ever.
-std::uint64_t start_ticks_of(pid_t pid) {
+// What /proc/<pid>/stat says after the command name (which may hold
+// spaces and parentheses): field 3 (the state letter) onwards; empty when
+// the process is gone.
+std::string stat_after_name(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto close = text.rfind(')');  // the command name may hold spaces and parentheses
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(text.substr(close + 2));
+  const auto close = text.rfind(')');
+  return close == std::string::npos || close + 2 >= text.size() ? std::string() : text.substr(close + 2);
+}
+
+// The start time in such a text (field 22, clock ticks since boot): with
+// the pid, it names one process for ever.
+std::uint64_t start_ticks_in(const std::string& fields_text) {
+  std::istringstream fields(fields_text);
   std::string field;
-  // Field 3 (state) is the first after the name; the start time is field 22.
   for (int i = 3; i <= 22; ++i)
     if (!(fields >> field)) return 0;
   return std::strtoull(field.c_str(), nullptr, 10);
 }
+
+std::uint64_t start_ticks_of(pid_t pid) { return start_ticks_in(stat_after_name(pid)); }
 
 int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 int pidfd_send_signal(int fd, int sig) {
@@ -222,10 +229,8 @@ bool is_stuck_in_collective(const Observation& seen, double hang_timeout) {
 }
 
 char process_state(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto close = text.rfind(')');
-  return close != std::string::npos && close + 2 < text.size() ? text[close + 2] : '\0';
+  const std::string fields = stat_after_name(pid);
+  return fields.empty() ? '\0' : fields[0];
 }
 
 bool exclude(pid_t pid, int by, double idle_seconds, std::string& why) {
@@ -243,10 +248,11 @@ bool exclude(pid_t pid, int by, double idle_seconds, std::string& why) {
     const Unmap unmap{shared};
     if (!shared) {
       why = "it has no progress record";
-    } else if (shared->start_ticks != start_ticks_of(pid)) {
-      why = "the pid belongs to another process now";
-    } else if (const char state = process_state(pid); state == 'Z' || state == 'X' || state == '\0') {
+    } else if (const std::string fields = stat_after_name(pid);
+               fields.empty() || fields[0] == 'Z' || fields[0] == 'X') {
       why = "already gone";
+    } else if (shared->start_ticks != start_ticks_in(fields)) {
+      why = "the pid belongs to another process now";
     } else {
       shared->excluded_after_ms.store(static_cast<std::uint32_t>(idle_seconds * 1000),
                                       std::memory_order_relaxed);
