@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <new>
 #include <sstream>
 #include <string_view>
@@ -25,10 +24,25 @@ constexpr std::uint64_t kMagic = 0x72696e67'70726f67ULL;  // "ringprog"
 
 // What /proc/<pid>/stat says after the command name (which may hold
 // spaces and parentheses): field 3 (the state letter) onwards; empty when
-// the process is gone.
+// the process is gone. Read with read(2), not a stream: a process that
+// dies between the open and the read makes the read fail with ESRCH, and
+// libstdc++'s filebuf throws on a failed read whatever the stream's mask.
 std::string stat_after_name(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const int fd = ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string text;
+  char buf[512];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) text.clear();  // gone while being read
+    break;
+  }
+  ::close(fd);
   const auto close = text.rfind(')');
   return close == std::string::npos || close + 2 >= text.size() ? std::string() : text.substr(close + 2);
 }

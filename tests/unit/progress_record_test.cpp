@@ -124,5 +124,22 @@ TEST(ProgressRecord, ExcludeKillsAStoppedProcessAndSaysWho) {
   EXPECT_EQ(process_state(pid), '\0');
 }
 
+// A judge reads the state of a node mate that another judge has just
+// killed: the process may be reaped between the open and the read of
+// /proc/<pid>/stat (read fails with ESRCH). That is "gone", not an error
+// (a stream reader threw there, and the judge's rank crashed).
+TEST(ProgressRecord, StateOfAProcessReapedWhileReadIsGone) {
+  for (int round = 0; round < 200; ++round) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) ::_exit(0);
+    std::thread reaper([pid] { ::waitpid(pid, nullptr, 0); });
+    char state = 'R';
+    for (int i = 0; i < 1000000 && state != '\0'; ++i) ASSERT_NO_THROW(state = process_state(pid));
+    reaper.join();
+    EXPECT_EQ(process_state(pid), '\0');
+  }
+}
+
 }  // namespace
 }  // namespace ringmend::progress
