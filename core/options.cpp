@@ -31,6 +31,10 @@ std::ostream& operator<<(std::ostream& out, SparePolicy policy) { return out << 
 const char* name_of(SparePolicy policy) { return policy == SparePolicy::Replace ? "replace" : "shrink"; }
 std::ostream& operator<<(std::ostream& out, HangPolicy policy) { return out << name_of(policy); }
 const char* name_of(HangPolicy policy) { return policy == HangPolicy::Exclude ? "exclude" : "fail"; }
+std::ostream& operator<<(std::ostream& out, StragglerPolicy policy) { return out << name_of(policy); }
+const char* name_of(StragglerPolicy policy) {
+  return policy == StragglerPolicy::Off ? "off" : policy == StragglerPolicy::Report ? "report" : "release";
+}
 std::ostream& operator<<(std::ostream& out, MembershipBackend backend) { return out << name_of(backend); }
 const char* name_of(MembershipBackend backend) {
   switch (backend) {
@@ -135,6 +139,14 @@ double parse_seconds(const std::string& name, const std::string& value) {
   return v;
 }
 
+double parse_fraction(const std::string& name, const std::string& value) {
+  char* end = nullptr;
+  const double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(v) || v < 0 || v > 1)
+    bad(name, value, "a fraction between 0 and 1 (0.25: a quarter)");
+  return v;
+}
+
 LogLevel parse_log_level(const std::string& name, const std::string& value) {
   for (LogLevel l : {LogLevel::Error, LogLevel::Warn, LogLevel::Info, LogLevel::Debug})
     if (value == name_of(l)) return l;
@@ -151,6 +163,12 @@ HangPolicy parse_hang_policy(const std::string& name, const std::string& value) 
   for (HangPolicy p : {HangPolicy::Exclude, HangPolicy::Fail})
     if (value == name_of(p)) return p;
   bad(name, value, "exclude or fail");
+}
+
+StragglerPolicy parse_straggler_policy(const std::string& name, const std::string& value) {
+  for (StragglerPolicy p : {StragglerPolicy::Off, StragglerPolicy::Report, StragglerPolicy::Release})
+    if (value == name_of(p)) return p;
+  bad(name, value, "off, report or release");
 }
 
 MembershipBackend parse_membership(const std::string& name, const std::string& value) {
@@ -198,6 +216,20 @@ Settings Options::resolve() const {
       s.hang_policy, hang_policy, "hang_policy", "RINGMEND_HANG_POLICY", parse_hang_policy,
       [](const HangPolicy& p) { return p == HangPolicy::Exclude || p == HangPolicy::Fail; },
       "exclude or fail");
+  const Source<StragglerPolicy> straggler_policies{read_environment};
+  straggler_policies.take(
+      s.straggler_policy, straggler_policy, "straggler_policy", "RINGMEND_STRAGGLER_POLICY",
+      parse_straggler_policy,
+      [](const StragglerPolicy& p) {
+        return p == StragglerPolicy::Off || p == StragglerPolicy::Report || p == StragglerPolicy::Release;
+      },
+      "off, report or release");
+  sizes.take(s.straggler_window, straggler_window, "straggler_window", "RINGMEND_STRAGGLER_WINDOW",
+             parse_count, size_between(2, 1 << 24), "a number of calls, 2 or more");
+  const Source<double> fractions{read_environment};
+  fractions.take(
+      s.straggler_fraction, straggler_fraction, "straggler_fraction", "RINGMEND_STRAGGLER_FRACTION",
+      parse_fraction, [](const double& v) { return v >= 0.01 && v <= 1; }, "a fraction between 0.01 and 1");
   seconds.take(s.recovery_timeout_seconds, recovery_timeout_seconds, "recovery_timeout_seconds",
                "RINGMEND_RECOVERY_TIMEOUT", parse_seconds, non_negative, positive_seconds);
   seconds.take(

@@ -84,7 +84,8 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
       ucx_(ucx),
       builder_(settings_, ucx, world_rank_of(parent, native.get()), world_size_of(parent, native.get()),
                where),
-      hang_(settings_.hang_timeout_seconds, settings_.hang_policy) {
+      hang_(settings_.hang_timeout_seconds, settings_.hang_policy),
+      stragglers_(settings_.straggler_policy, settings_.straggler_window, settings_.straggler_fraction) {
   pipeline_tuner_.on_decision = [this](const std::string& line) { log(line); };
   // The members started with the job have their world rank as member id.
   const int world_rank = world_rank_of(parent, native.get());
@@ -314,8 +315,10 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
       call.memory != MemoryKind::Host && !left)
     if (auto on_device = run_on_device(call)) return *on_device;
   if (left)
-    throw Error(Errc::Released, "this process was released from the job (release() at collective #" +
-                                    std::to_string(seq) + ") and takes part in no collective");
+    throw Error(Errc::Released, "this process was released from the job (" +
+                                    std::string(released_as_straggler_ ? "as a straggler" : "release()") +
+                                    " at collective #" + std::to_string(seq) +
+                                    ") and takes part in no collective");
   const std::uint64_t call_seq = ++seq;
   current_seq_ = call_seq;
   // The progress record: membership work until the call executes, the
@@ -943,7 +946,7 @@ CollectiveResult Communicator::allreduce(const void* input, void* output, std::s
                                          ReduceOp op) {
   return impl_->serially([&] {
     return guarded([&] {
-      return impl_->run({coll::CollectiveKind::Allreduce, input, output, count, type, op, -1});
+      return impl_->call({coll::CollectiveKind::Allreduce, input, output, count, type, op, -1});
     });
   });
 }
@@ -959,7 +962,7 @@ CollectiveResult Communicator::allreduce(const void* input, void* output, std::s
       CollectiveCall call{coll::CollectiveKind::Allreduce, input, output, count, type, op, -1};
       call.memory = where.memory;
       call.cuda_stream = where.cuda_stream;
-      return impl_->run(call);
+      return impl_->call(call);
     });
   });
 }
@@ -972,7 +975,7 @@ CollectiveResult Communicator::allreduce(void* inout, std::size_t count, DataTyp
 CollectiveResult Communicator::broadcast(void* buffer, std::size_t bytes, int root) {
   return impl_->serially([&] {
     return guarded([&] {
-      return impl_->run(
+      return impl_->call(
           {coll::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32, ReduceOp::Sum, root});
     });
   });
@@ -1009,7 +1012,7 @@ Request queued(Communicator::Impl& impl, F call) {
 Request Communicator::iallreduce(const void* input, void* output, std::size_t count, DataType type,
                                  ReduceOp op) {
   return queued(*impl_, [impl = impl_.get(), input, output, count, type, op] {
-    return impl->run({coll::CollectiveKind::Allreduce, input, output, count, type, op, -1});
+    return impl->call({coll::CollectiveKind::Allreduce, input, output, count, type, op, -1});
   });
 }
 
@@ -1019,7 +1022,7 @@ Request Communicator::iallreduce(void* inout, std::size_t count, DataType type, 
 
 Request Communicator::ibroadcast(void* buffer, std::size_t bytes, int root) {
   return queued(*impl_, [impl = impl_.get(), buffer, bytes, root] {
-    return impl->run(
+    return impl->call(
         {coll::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32, ReduceOp::Sum, root});
   });
 }
@@ -1034,7 +1037,7 @@ Request Communicator::ibroadcast_from_member(void* buffer, std::size_t bytes, in
       throw Error(Errc::RootLost, "broadcast: its root, member " + std::to_string(root_member) +
                                       ", is not a member (lost before the call ran, or never was)");
     const int root = static_cast<int>(it - members.begin());
-    return impl->run(
+    return impl->call(
         {coll::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32, ReduceOp::Sum, root});
   });
 }
@@ -1042,7 +1045,7 @@ Request Communicator::ibroadcast_from_member(void* buffer, std::size_t bytes, in
 Request Communicator::ibarrier() {
   // The two words live in the queued call itself.
   return queued(*impl_, [impl = impl_.get(), words = std::array<std::int64_t, 2>{1, 0}]() mutable {
-    return impl->run(
+    return impl->call(
         {coll::CollectiveKind::Allreduce, &words[0], &words[1], 1, DataType::Int64, ReduceOp::Sum, -1});
   });
 }

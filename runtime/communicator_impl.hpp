@@ -30,6 +30,7 @@
 #include "runtime/fault_injection.hpp"
 #include "runtime/hang_detector.hpp"
 #include "runtime/state_registry.hpp"
+#include "runtime/straggler_watch.hpp"
 #include "runtime/watchdog.hpp"
 #include "transport/ucx_context.hpp"
 
@@ -113,6 +114,10 @@ struct Communicator::Impl final : transport::WaitContext {
   ~Impl() override;
 
   CollectiveResult run(const CollectiveCall& call);
+  // An application's call: run(), timed for the straggler comparison, which
+  // comes first when due (stragglers.cpp). A member released there as a
+  // straggler returns without taking part in `call` (result.left).
+  CollectiveResult call(const CollectiveCall& call);
   // Waits, fault-tolerantly, until every member is finalizing, serving any
   // survivor that still needs the result of a collective this rank finished.
   void quiesce();
@@ -157,6 +162,14 @@ struct Communicator::Impl final : transport::WaitContext {
   // `what` names the call in errors; `bad`, if not empty, is an error in
   // the arguments found before (reported by the request, on every member).
   CollectiveResult release(std::span<const int> ranks, const std::string& what, std::string bad);
+  // The same for member ids (the same on every member, whatever view each
+  // holds now); `named` is how many the caller named (ids holds none when
+  // `bad` says why).
+  CollectiveResult release_members(std::vector<int> ids, std::size_t named, const std::string& what,
+                                   const std::string& bad);
+  // This member was found a straggler (the largest share of the window the
+  // others waited for it), 0 if never: the launcher's summary names it.
+  double straggler_share() const { return straggler_share_; }
   // After every member agreed to finish: the spares still waiting leave.
   // (Under the native membership quiesce()'s ending round did it.)
   void dismiss_spares();
@@ -227,6 +240,9 @@ struct Communicator::Impl final : transport::WaitContext {
   int kept_size() const;
   // Announces a change pending after a request, into its result.
   void report_pending(CollectiveResult& result);
+  // The straggler comparison before an application's call (stragglers.cpp):
+  // its call's result (and a release's), to be reported with the call's.
+  CollectiveResult compare_waits();
   // Makes a Grow epoch current once the joiners have the state and every
   // member agreed; false (and the previous epoch current again) otherwise.
   // A Grow epoch whose joiners are to resume at call `joiner_next_seq`,
@@ -367,6 +383,10 @@ struct Communicator::Impl final : transport::WaitContext {
   bool deadline_set_ = false;  // ... and deadline_ holds its deadline
   // Stamps this process's progress record and finds stuck node mates.
   HangDetector hang_;
+  // Times the application's calls and finds the members that are late in all.
+  StragglerWatch stragglers_;
+  double straggler_share_ = 0;
+  bool released_as_straggler_ = false;
 };
 
 template <class F>

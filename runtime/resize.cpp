@@ -156,10 +156,15 @@ CollectiveResult Communicator::Impl::release(std::span<const int> ranks, const s
   if (bad.empty() && static_cast<int>(ids.size()) >= view_.size)
     bad =
         what + ": every member would leave; release fewer than the " + std::to_string(view_.size) + " ranks";
+  return release_members(bad.empty() ? std::move(ids) : std::vector<int>{}, ranks.size(), what, bad);
+}
+
+CollectiveResult Communicator::Impl::release_members(std::vector<int> ids, std::size_t named_count,
+                                                     const std::string& what, const std::string& bad) {
   CollectiveResult result;
   // With bad arguments, as many placeholders as ranks named: the members
   // that named as many call with one count, and learn of the error.
-  const std::vector<int> named = bad.empty() ? ids : std::vector<int>(ranks.size(), -1);
+  const std::vector<int> named = bad.empty() ? ids : std::vector<int>(named_count, -1);
   agree_on_request(what, describe(RequestKind::Release, static_cast<std::int64_t>(named.size())), named, bad,
                    result);
   if (ids.empty()) {

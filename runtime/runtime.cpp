@@ -342,7 +342,13 @@ Runtime::~Runtime() {
     char now[32];
     std::snprintf(now, sizeof now, "%.3f",
                   std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-    tell_launcher(impl_->outcome_fd, std::string(w.left() ? std::string(outcome::kReleased) + "=1 " : "") +
+    std::string straggler;
+    if (const double share = w.impl_->straggler_share(); share > 0) {
+      char text[48];
+      std::snprintf(text, sizeof text, "%s=%.3f ", outcome::kStraggler, share);
+      straggler = text;
+    }
+    tell_launcher(impl_->outcome_fd, straggler + (w.left() ? std::string(outcome::kReleased) + "=1 " : "") +
                                          outcome::kFinished + "=1 " + outcome::kEpoch + "=" +
                                          std::to_string(w.epoch()) + " " + outcome::kSize + "=" +
                                          std::to_string(w.size()) + " " + outcome::kRecoveries + "=" +

@@ -177,7 +177,8 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
       init_failures = 0;
   bool any_started = false, any_runtime = false;
   long epoch = -1, size = -1, recoveries = 0;
-  int spares = 0, spares_admitted = 0, spares_unused = 0, released = 0, with_errors = 0, stuck = 0;
+  int spares = 0, spares_admitted = 0, spares_unused = 0, released = 0, released_stragglers = 0,
+      with_errors = 0, stuck = 0;
   std::vector<std::string> losses;
   std::vector<bool> seen(static_cast<std::size_t>(std::max(o.ranks_started, 0)), false);
   for (const RankRecord& r : records) {
@@ -211,11 +212,26 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
       }
       continue;
     }
+    // Found a straggler: the share of their time the others waited for it.
+    const std::string straggler = word(r, outcome::kStraggler);
+    const std::string waited_for =
+        straggler.empty()
+            ? std::string()
+            : "the others waited for it up to " +
+                  std::to_string(static_cast<int>(std::strtod(straggler.c_str(), nullptr) * 100 + 0.5)) +
+                  "% of their time";
     // A member released on request left the job early, then exited 0.
     if (r.released() && finished_normally(r)) {
       ++released;
+      if (!straggler.empty()) {
+        ++released_stragglers;
+        v.lines.push_back(where + ": released as a straggler (" + waited_for + ")");
+      }
       continue;
     }
+    if (!straggler.empty() && finished_normally(r))
+      v.lines.push_back(where + ": a straggler (" + waited_for +
+                        "), kept: RINGMEND_STRAGGLER_POLICY=release would have released it");
     if (r.finalize_timed_out())
       v.lines.push_back(where + ": MPI_Finalize did not return in time; the shutdown watchdog ended it " +
                         "(RINGMEND_MPI_FINALIZE_TIMEOUT, RINGMEND_FINALIZE_TIMEOUT)");
@@ -269,8 +285,15 @@ Verdict judge(std::vector<RankRecord> records, const JudgeOptions& o) {
       ", " + std::to_string(finished - with_errors) + " finished normally, " +
       (with_errors > 0 ? std::to_string(with_errors) + " finished after collective errors, "
                        : std::string()) +
-      (released > 0 ? std::to_string(released) + " released, " : std::string()) + std::to_string(lost) +
-      " lost" + (stuck > 0 ? " (" + std::to_string(stuck) + " of them excluded as stuck)" : std::string());
+      (released > 0 ? std::to_string(released) + " released" +
+                          (released_stragglers > 0
+                               ? " (" + std::to_string(released_stragglers) +
+                                     (released_stragglers == 1 ? " as a straggler)" : " as stragglers)")
+                               : std::string()) +
+                          ", "
+                    : std::string()) +
+      std::to_string(lost) + " lost" +
+      (stuck > 0 ? " (" + std::to_string(stuck) + " of them excluded as stuck)" : std::string());
   if (epoch >= 0)
     head += "; " + std::to_string(recoveries) + (recoveries == 1 ? " recovery" : " recoveries") +
             ", final size " + std::to_string(size) + " (epoch " + std::to_string(epoch) + ")";

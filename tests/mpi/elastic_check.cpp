@@ -10,12 +10,15 @@
 //
 //   elastic_check [--samples=N] [--per-rank=B] [--epochs=E] [--grow-at=S --grow=K]
 //                 [--release-at=S --release=R[,R...]] [--expect-size=N] [--step-ms=MS]
+//                 [--work-ms=MS]   (each step computes for MS of this process's CPU
+//                                   time: a CPU-throttled member is slower by as much)
 //                 [--expect-members=ID,ID...]   (the member ids at the end, by rank)
 //                 [--pid-dir=D]   (a member writes D/rank<world rank>.pid once started)
 //                 [--state-before-start]   (the sums are given to the Runtime: a joiner
 //                                           receives them in place, StateBuffer)
 //                 [--wrong-state-on=W]     (and world rank W gives one element more: as a
 //                                           joiner it must fail with a clear error)
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -54,11 +57,25 @@ std::vector<int> ranks_of(const std::string& text) {
   return out;
 }
 
+// Computes for `ms` of this thread's CPU time (not wall time: a member
+// given a tenth of a CPU by its cgroup takes ten times as long).
+void spend_cpu(long ms) {
+  const auto cpu_now = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+  };
+  const double until = cpu_now() + static_cast<double>(ms) * 1e-3;
+  volatile double x = 1;
+  while (cpu_now() < until)
+    for (int i = 0; i < 1000; ++i) x = x * 1.0000001 + 1e-9;
+}
+
 int check(int argc, char** argv) {
   ringmend::testing::require_known_options(
       argc, argv,
       {"samples", "per-rank", "epochs", "grow-at", "grow", "release-at", "release", "expect-size", "step-ms",
-       "wrong-state-on", "state-before-start", "pid-dir", "expect-members"});
+       "wrong-state-on", "state-before-start", "pid-dir", "expect-members", "work-ms"});
   const auto samples = static_cast<std::uint64_t>(number(argc, argv, "samples", 500));
   const auto per_rank = static_cast<std::uint32_t>(number(argc, argv, "per-rank", 7));
   const auto epochs = static_cast<std::uint64_t>(number(argc, argv, "epochs", 3));
@@ -67,6 +84,7 @@ int check(int argc, char** argv) {
   const std::vector<int> release = ranks_of(arg(argc, argv, "release", ""));
   const long expect_size = number(argc, argv, "expect-size", -1);
   const long step_ms = number(argc, argv, "step-ms", 0);
+  const long work_ms = number(argc, argv, "work-ms", 0);
 
   // World rank W of --wrong-state-on registers a buffer of another size.
   const char* world_rank = std::getenv("OMPI_COMM_WORLD_RANK");
@@ -112,8 +130,16 @@ int check(int argc, char** argv) {
     for (std::uint64_t id : batch) ++contribution[id];
     contribution[samples] = 1;  // ranks that contributed
     if (step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+    if (work_ms > 0) spend_cpu(work_ms);
     const ringmend::CollectiveResult r =
         comm.allreduce(std::span<std::int64_t>(contribution), ringmend::ReduceOp::Sum);
+    // Released as a straggler (RINGMEND_STRAGGLER_POLICY=release) before
+    // this step's call: the others deal this member's samples out again.
+    if (r.left) {
+      std::printf("member %d released as a straggler before step %lld, after %d sample errors\n", me,
+                  static_cast<long long>(step + 1), failures);
+      return failures == 0 ? 0 : 1;
+    }
     for (std::uint64_t i = 0; i < samples; ++i) sums[i] += contribution[i];
     sampler.complete(comm);
     ++step;

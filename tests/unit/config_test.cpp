@@ -73,6 +73,44 @@ TEST(Config, HangDetection) {
   ::unsetenv("RINGMEND_HANG_POLICY");
 }
 
+TEST(Config, Stragglers) {
+  const Settings d = Options{}.resolve();
+  EXPECT_EQ(d.straggler_policy, StragglerPolicy::Off);
+  EXPECT_EQ(d.straggler_window, 100u);
+  EXPECT_DOUBLE_EQ(d.straggler_fraction, 0.25);
+  ::setenv("RINGMEND_STRAGGLER_POLICY", "release", 1);
+  ::setenv("RINGMEND_STRAGGLER_WINDOW", "20", 1);
+  ::setenv("RINGMEND_STRAGGLER_FRACTION", "0.5", 1);
+  const Settings c = Options{}.resolve();
+  EXPECT_EQ(c.straggler_policy, StragglerPolicy::Release);
+  EXPECT_EQ(c.straggler_window, 20u);
+  EXPECT_DOUBLE_EQ(c.straggler_fraction, 0.5);
+  for (const auto& [name, value] : {std::pair{"RINGMEND_STRAGGLER_POLICY", "exclude"},
+                                    {"RINGMEND_STRAGGLER_WINDOW", "1"},
+                                    {"RINGMEND_STRAGGLER_FRACTION", "1.5"},
+                                    {"RINGMEND_STRAGGLER_FRACTION", "0"},
+                                    {"RINGMEND_STRAGGLER_FRACTION", "25%"}}) {
+    const char* before = std::getenv(name);
+    const std::string kept = before ? before : "";
+    ::setenv(name, value, 1);
+    try {
+      Options{}.resolve();
+      ADD_FAILURE() << name << "=" << value << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::BadEnvironment);
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+    ::setenv(name, kept.c_str(), 1);
+  }
+  Options code;
+  code.straggler_fraction = 2;
+  code.read_environment = false;
+  EXPECT_THROW(code.resolve(), Error);
+  ::unsetenv("RINGMEND_STRAGGLER_POLICY");
+  ::unsetenv("RINGMEND_STRAGGLER_WINDOW");
+  ::unsetenv("RINGMEND_STRAGGLER_FRACTION");
+}
+
 TEST(Config, Spares) {
   EXPECT_EQ(Options{}.resolve().spares, 0u);
   EXPECT_EQ(Options{}.resolve().spare_policy, SparePolicy::Replace);

@@ -166,6 +166,27 @@ TEST(Judge, MembersExcludedAsStuckAreNamed) {
       << text;
 }
 
+// A straggler released (policy release) left the job and is named; one
+// found under policy report stays and is named too.
+TEST(Judge, StragglersAreNamed) {
+  const std::vector<RankRecord> records{
+      finished(0, 1, 3, 1), finished(1, 1, 3, 1),
+      rank(2, RankRecord::End::Exited, 0, "straggler=0.612 released=1 finished=1 epoch=1 size=3"),
+      rank(3, RankRecord::End::Exited, 0, "straggler=0.3 finished=1 epoch=1 size=3 recoveries=1 lost=-")};
+  const Verdict v = judge(records, started(4));
+  EXPECT_EQ(v.exit_status, 0);
+  const std::string text = all(v);
+  EXPECT_NE(text.find("3 finished normally, 1 released (1 as a straggler), 0 lost"), std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("member 2 on node1: released as a straggler (the others waited for it up to 61% of their time)"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("member 3 on node1: a straggler (the others waited for it up to 30% of their time), kept"),
+            std::string::npos)
+      << text;
+}
+
 TEST(Judge, NoRankFinishedIsAFailure) {
   const Verdict v = judge({rank(0, RankRecord::End::Signaled, SIGSEGV, "started=1"),
                            rank(1, RankRecord::End::Signaled, SIGSEGV, "started=1")},

@@ -30,6 +30,16 @@ const char* name_of(SparePolicy policy);
 enum class HangPolicy { Exclude, Fail };
 const char* name_of(HangPolicy policy);
 
+// What the members do with a straggler: a member the others wait for, in
+// every call, a large share of their time (Settings::straggler_policy;
+// docs/recovery.md, "Stragglers").
+//   off      no comparison (no extra call)
+//   report   logged, and named in ringmend-run's summary
+//   release  released from the job like release(), so that the others go
+//            on at their own speed
+enum class StragglerPolicy { Off, Report, Release };
+const char* name_of(StragglerPolicy policy);
+
 // Which membership backend runs the recoveries (Settings::membership).
 //   auto    ULFM under mpirun with fault tolerance; the native membership
 //           when srun started the job (docs/membership.md)
@@ -49,6 +59,14 @@ struct Settings {
   // shows progress inside one for this long is stuck (docs/recovery.md).
   double hang_timeout_seconds = 60;              // RINGMEND_HANG_TIMEOUT: 0 = no hang detection
   HangPolicy hang_policy = HangPolicy::Exclude;  // RINGMEND_HANG_POLICY: exclude | fail
+  // Every `straggler_window` calls the members compare the time each spent
+  // waiting in them: a member the others waited for at least
+  // `straggler_fraction` of that time, two comparisons in a row, is a
+  // straggler (docs/recovery.md).
+  StragglerPolicy straggler_policy =
+      StragglerPolicy::Off;            // RINGMEND_STRAGGLER_POLICY: off | report | release
+  std::size_t straggler_window = 100;  // RINGMEND_STRAGGLER_WINDOW: calls per comparison
+  double straggler_fraction = 0.25;    // RINGMEND_STRAGGLER_FRACTION: 0.01 - 1
   // Membership
   double recovery_timeout_seconds = 120;  // RINGMEND_RECOVERY_TIMEOUT
   // The native membership (docs/membership.md): a node whose leader sends
@@ -118,6 +136,9 @@ struct Options {
   std::optional<bool> join;
   std::optional<SparePolicy> spare_policy;
   std::optional<HangPolicy> hang_policy;
+  std::optional<StragglerPolicy> straggler_policy;
+  std::optional<std::size_t> straggler_window;
+  std::optional<double> straggler_fraction;
   std::optional<MembershipBackend> membership;
   std::optional<std::string> control_interface;
   std::optional<bool> shm;
@@ -143,6 +164,8 @@ bool parse_bool(const std::string& name, const std::string& value);
 LogLevel parse_log_level(const std::string& name, const std::string& value);
 SparePolicy parse_spare_policy(const std::string& name, const std::string& value);
 HangPolicy parse_hang_policy(const std::string& name, const std::string& value);
+StragglerPolicy parse_straggler_policy(const std::string& name, const std::string& value);
+double parse_fraction(const std::string& name, const std::string& value);
 MembershipBackend parse_membership(const std::string& name, const std::string& value);
 
 }  // namespace ringmend

@@ -41,6 +41,9 @@ inline constexpr const char* kAdmitted = "admitted";           // 1: a spare adm
 inline constexpr const char* kSpareUnused = "spare_unused";    // 1: a spare the job ended without needing
 inline constexpr const char* kReleased = "released";           // 1: a member released (it left the job)
 inline constexpr const char* kErrors = "errors";               // collective errors its application saw
+// Found a straggler (runtime/straggler_watch.hpp): the largest share of
+// the comparison's time the others waited for it.
+inline constexpr const char* kStraggler = "straggler";
 // Written by ringmend-rank, not the Runtime: the process was excluded as
 // stuck (core/progress_record.hpp) by this member, or by "launcher", after
 // kStuckFor seconds without progress.
