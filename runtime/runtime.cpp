@@ -77,6 +77,14 @@ Runtime::Runtime(int* argc, char*** argv, Options options, std::vector<StateBuff
   tell_launcher(impl_->outcome_fd, std::string(outcome::kStarted) + "=1");
 }
 
+// What this process published for joiners (its rendezvous record), for a
+// watchdog that ends it before close_and_finalize() withdraws it.
+std::vector<std::string> published_records(Runtime::Impl& impl) {
+  if (!impl.group || impl.rendezvous_dir.empty()) return {};
+  return {membership::native::record_path(impl.rendezvous_dir,
+                                          impl.group->with([](auto& g) { return g.self(); }))};
+}
+
 // The end of every process: transports closed, the names of the segments
 // it led removed (a local peer may have created one before dying), and
 // MPI_Finalize, bounded when `bounded` (its watchdog exits with `status`).
@@ -367,7 +375,7 @@ Runtime::~Runtime() {
                         (failing ? "1 (its application saw " + std::to_string(errors) +
                                        " collective error(s), or was failing)"
                                  : std::string("0 (the application finished)")),
-                    outcome::kFinalizeTimeout, failing ? 1 : 0);
+                    outcome::kFinalizeTimeout, failing ? 1 : 0, published_records(*impl_));
   bool all_done = false;
   if (impl_->world->left()) {
     // Released: the members go on without this process, which has nothing

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "ringmend/core/log.hpp"
 
@@ -22,9 +23,11 @@ class Watchdog {
  public:
   // Ends the process if it still exists `seconds` after construction (0:
   // never): logs `message` at `level`, tells the launcher `word`=1 on
-  // `outcome_fd` (outcome_channel.hpp), and exits with `exit_status`.
+  // `outcome_fd` (outcome_channel.hpp), removes the files in `leftovers`
+  // (what the process published for others, which no destructor will
+  // withdraw now) and its progress record, and exits with `exit_status`.
   Watchdog(double seconds, int outcome_fd, LogLevel level, std::string message, const char* word,
-           int exit_status);
+           int exit_status, std::vector<std::string> leftovers = {});
   ~Watchdog();  // stops it
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;

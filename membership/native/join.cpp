@@ -57,9 +57,11 @@ void publish_record(const std::string& dir, const PeerRecord& record, std::uint6
   if (ec) throw std::runtime_error("cannot publish the rendezvous record " + name + ": " + ec.message());
 }
 
+std::string record_path(const std::string& dir, MemberId id) { return dir + "/" + std::to_string(id); }
+
 void withdraw_record(const std::string& dir, MemberId id) {
   std::error_code ec;
-  fs::remove(dir + "/" + std::to_string(id), ec);
+  fs::remove(record_path(dir, id), ec);
 }
 
 std::unique_ptr<Group> join_running_job(const GroupSettings& settings, const std::string& interface,

@@ -32,6 +32,8 @@ std::string rendezvous_dir();
 void publish_record(const std::string& dir, const PeerRecord& record, std::uint64_t job_key);
 // Removes it (a normal end); silent.
 void withdraw_record(const std::string& dir, MemberId id);
+// Where it is (for a process that must remove it on its way out).
+std::string record_path(const std::string& dir, MemberId id);
 
 // Joins the job whose records are in `dir`: the group of the view that
 // admitted this process. Its id is random, above every id a launcher gives
