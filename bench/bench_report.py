@@ -4,6 +4,9 @@
   bench_report.py machine OUT_JSON [--command TEXT] [--mode full|quick] [--mpirun PATH]
   bench_report.py loadavg OUT_JSON          (adds the load average at the end)
   bench_report.py report RESULTS_DIR        (summary.json, table.md, plots/*.dat, *.png)
+  bench_report.py readme RESULTS_DIR README [--check]
+                                            (the README's speed section from RESULTS_DIR/summary.json;
+                                             --check: exit 1 when the README holds something else)
 
 The report reads RESULTS_DIR/runs.tsv (one line per job: part, config,
 benchmark, repeat, ranks, exit status, wall seconds, JSON file, log file) and
@@ -143,7 +146,25 @@ CONFIGS = {
     "cluster_1ppn": "Two nodes (local Slurm cluster), 1 rank per node",
     "cluster_2ppn": "Two nodes (local Slurm cluster), 2 ranks per node",
 }
-IMPLS = [("ringmend", "ringmend"), ("mpi", "MPI_Allreduce"), ("gloo", "Gloo")]
+IMPLS = [
+    ("ringmend", "ringmend"),
+    ("mpi", "Open MPI FT"),
+    ("openmpi_default", "Open MPI default"),
+    ("mpich", "MPICH"),
+    ("gloo", "Gloo"),
+]
+# The MPI columns a user would pick instead of ringmend: Open MPI in ringmend's
+# fault-tolerant configuration (ob1, TCP, HAN off: the fair column for fault
+# tolerance), in its default configuration, and MPICH (bench/mpi_allreduce.c).
+MPI_BASELINES = ("mpi", "openmpi_default", "mpich")
+
+
+def best_baseline(by, size, key):
+    """The best MPI figure at `size` (the highest busbw, or the lowest latency), and whose."""
+    cands = [(by[k][size][key], k) for k in MPI_BASELINES if k in by and size in by[k]]
+    if not cands:
+        return None, None
+    return (max(cands) if key == "busbw_GBps" else min(cands))
 
 
 def load_runs(d):
@@ -390,9 +411,16 @@ def allreduce_section(L, summary, cfg, title):
     small, large = table_sizes(sizes)
     L.append(f"### {title}: allreduce, float sum")
     L.append("")
+    names = dict(IMPLS)
     if small:
         both = "ringmend" in by and "mpi" in by
-        head = ["avg latency (µs)"] + [name for _, name in impls] + (["ringmend / MPI"] if both else [])
+        best = "ringmend" in by and any(k in by for k in MPI_BASELINES if k != "mpi")
+        head = (
+            ["avg latency (µs)"]
+            + [name for _, name in impls]
+            + (["ringmend / Open MPI FT"] if both else [])
+            + (["ringmend / best MPI"] if best else [])
+        )
         L.append("| " + " | ".join(head) + " |")
         L.append("|" + "---|" * len(head))
         for b in small:
@@ -400,11 +428,21 @@ def allreduce_section(L, summary, cfg, title):
             if both:
                 r = ratio(by["ringmend"][b]["avg_latency_us"], by["mpi"][b]["avg_latency_us"]) if b in by["mpi"] else None
                 row.append(sig(r) if r is not None else "–")
+            if best:
+                v, who = best_baseline(by, b, "avg_latency_us")
+                r = ratio(by["ringmend"][b]["avg_latency_us"], v) if b in by["ringmend"] and v else None
+                row.append(f"{sig(r)} ({names[who]})" if r is not None else "–")
             L.append("| " + " | ".join(row) + " |")
         L.append("")
     if large:
         both = "ringmend" in by and "mpi" in by
-        head = ["busbw (GB/s)"] + [name for _, name in impls] + (["ringmend / MPI"] if both else [])
+        best = "ringmend" in by and any(k in by for k in MPI_BASELINES if k != "mpi")
+        head = (
+            ["busbw (GB/s)"]
+            + [name for _, name in impls]
+            + (["ringmend / Open MPI FT"] if both else [])
+            + (["ringmend / best MPI"] if best else [])
+        )
         if rf:
             head += ["memory bound", "ringmend % of bound"]
         for impl in ("ringmend", "mpi"):
@@ -419,6 +457,10 @@ def allreduce_section(L, summary, cfg, title):
             if both:
                 r = ratio(by["ringmend"][b]["busbw_GBps"], by["mpi"][b]["busbw_GBps"]) if b in by["mpi"] else None
                 row.append(sig(r) if r is not None else "–")
+            if best:
+                v, who = best_baseline(by, b, "busbw_GBps")
+                r = ratio(by["ringmend"][b]["busbw_GBps"], v) if b in by["ringmend"] and v else None
+                row.append(f"{sig(r)} ({names[who]})" if r is not None else "–")
             if rf:
                 bus = by["ringmend"][b]["busbw_GBps"] if b in by.get("ringmend", {}) else None
                 pct = ratio(bus, rf[b]["busbw_GBps"]) if b in rf else None
@@ -455,7 +497,11 @@ def allreduce_section(L, summary, cfg, title):
     w = summary["validation"].get(cfg, {})
     if w:
         parts = [f"{name}: {w[k]['wrong']} wrong elements" for k, name in IMPLS if k in w]
-        L.append("Validation (`-c`, first run): " + "; ".join(parts) + " (MPI_Allreduce's results are not checked).")
+        L.append(
+            "Validation (`-c`, first run): "
+            + "; ".join(parts)
+            + " (Open MPI FT's results, measured inside ringmend_allreduce, are not checked)."
+        )
         L.append("")
 
 
@@ -484,6 +530,22 @@ def write_table(d, mach, summary):
     L.append(f"Command: `{mach.get('command', '?')}`." + (" " + summary["method"] if summary["allreduce"] else ""))
     L.append("")
     thr = summary["allreduce"]
+    if thr:
+        L.append(
+            "Columns: **Open MPI FT** is MPI_Allreduce in ringmend's own jobs, Open MPI in the fault-tolerant "
+            "configuration ringmend needs (ULFM, pml ob1, TCP, HAN off); **Open MPI default** is the same "
+            "Open MPI's mpirun with no MCA setting, and **MPICH** Debian's MPICH under its own launcher, both "
+            "running bench/mpi_allreduce.c (MPI_Allreduce alone, timed as ringmend_allreduce times, results "
+            "checked): what a user who gives up fault tolerance runs instead. **ringmend / best MPI** compares "
+            "with the best of the three at each size (named). OSU's osu_allreduce itself is not run: neither "
+            "Debian nor PyPI packages it; the programs here use its method and counts."
+        )
+        L.append("")
+    not_run = [(k[len("baseline_"):], why) for k, why in summary["skipped"].items() if k.startswith("baseline_")]
+    if not_run:
+        names = dict(IMPLS)
+        L.append("Baselines not measured: " + "; ".join(f"{names.get(k, k)}: {why}" for k, why in not_run) + ".")
+        L.append("")
     for cfg, title in CONFIGS.items():
         if cfg not in thr:
             skipped = summary["skipped"].get(cfg)
@@ -572,7 +634,13 @@ def write_plots(d, summary):
     gp.append("set logscale y 10")
     gp.append("set format y '%g'")
     thr, bound = summary["allreduce"], summary["bound"]
-    styles = {"ringmend": "lc rgb '#1f77b4'", "mpi": "lc rgb '#d62728'", "gloo": "lc rgb '#2ca02c'"}
+    styles = {
+        "ringmend": "lc rgb '#1f77b4'",
+        "mpi": "lc rgb '#d62728'",
+        "openmpi_default": "lc rgb '#ff7f0e'",
+        "mpich": "lc rgb '#8c564b'",
+        "gloo": "lc rgb '#2ca02c'",
+    }
     for cfg, title in CONFIGS.items():
         if cfg not in thr:
             continue
@@ -767,6 +835,138 @@ def report(d):
     return 1 if (failures or bad_validation) else 0
 
 
+# ------------------------------------------------------------------ README
+
+README_BEGIN = "<!-- speed: generated from bench/results/published by bench/bench_report.py readme; do not edit -->"
+README_END = "<!-- /speed -->"
+# The rows of the README's speed table: (config, size), where measured.
+README_BUSBW = [
+    ("one_node", 1 << 20),
+    ("one_node", 16 << 20),
+    ("one_node", 64 << 20),
+    ("one_node_4", 1 << 20),
+    ("cluster_1ppn", 4 << 20),
+    ("cluster_1ppn", 64 << 20),
+    ("cluster_2ppn", 1 << 20),
+    ("cluster_2ppn", 16 << 20),
+]
+README_PLACES = {
+    "one_node": "one node, 2 ranks",
+    "one_node_4": "one node, 4 ranks",
+    "cluster_1ppn": "two nodes × 1 rank",
+    "cluster_2ppn": "two nodes × 2 ranks",
+}
+
+
+def readme_block(summary):
+    """The README's speed section, from a published summary.json."""
+    mach = summary.get("machine", {})
+    thr = summary.get("allreduce", {})
+    names = dict(IMPLS)
+    cols = [k for k in MPI_BASELINES if any(k in thr.get(cfg, {}) for cfg in thr)]
+    L = [README_BEGIN]
+    virt = ", a VM" if mach.get("virtual_machine") else ""
+    L.append(
+        f"The figures here come from one invocation of `{mach.get('command', '?')}` at commit "
+        f"`{mach.get('git_commit', '?')[:12]}`{' (with local changes)' if mach.get('git_modified') else ''} on "
+        f"{mach.get('date', '?')[:10]}, on a {mach.get('cpus', '?')}-CPU {mach.get('cpu_model', '?')} "
+        f"({mach.get('os', '?')}{virt}; {mach.get('mpirun_version', '?')} with ULFM, UCX "
+        f"{mach.get('ucx_version', '?')}): median [slowest–fastest] of the runs, warm-up excluded, results "
+        "validated. **Open MPI FT** is Open MPI in the fault-tolerant configuration ringmend needs; **Open MPI "
+        "default** and **MPICH** run MPI_Allreduce alone in their default configurations (what a user who gives "
+        "up fault tolerance would run); **best MPI** is the best of these at that size. Full table, machine and "
+        "command: [bench/results/published/table.md](bench/results/published/table.md)."
+    )
+    L.append("")
+
+    def cell(cfg, impl, size, key):
+        rows = {r["size"]: r for r in thr.get(cfg, {}).get(impl, [])}
+        return spread(rows.get(size), key) if size in rows else "–"
+
+    def best_ratio(cfg, size, key):
+        by = {k: {r["size"]: r for r in thr[cfg][k]} for k in thr.get(cfg, {})}
+        v, who = best_baseline(by, size, key)
+        mine = by.get("ringmend", {}).get(size, {}).get(key)
+        r = ratio(mine, v) if mine is not None and v else None
+        return f"{sig(r)} ({names[who]})" if r is not None else "–"
+
+    head = ["busbw (GB/s), float sum", "ringmend"] + [names[k] for k in cols] + ["ringmend / best MPI", "bound"]
+    L.append("| " + " | ".join(head) + " |")
+    L.append("|" + "---|" * len(head))
+    bb = {}
+    for cfg, size in README_BUSBW:
+        if size not in {r["size"] for r in thr.get(cfg, {}).get("ringmend", [])}:
+            continue
+        bound = {r["size"]: r["busbw_GBps"] for r in summary.get("bound", {}).get(cfg, [])}
+        if cfg not in bb:
+            bb[cfg] = network_p2p(summary, "p2p_bibw", cfg).get("ringmend", {})
+        if size in bound:
+            b = f"{sig(bound[size])} (memory bound)"
+        elif size in bb[cfg]:
+            b = f"{sig(bb[cfg][size]['bandwidth_MBps'] / 2 / 1e3)} (bidirectional p2p per direction)"
+        else:
+            b = "–"
+        row = [f"{README_PLACES[cfg]}, {human_size(size)}", cell(cfg, "ringmend", size, "busbw_GBps")]
+        row += [cell(cfg, k, size, "busbw_GBps") for k in cols]
+        row += [best_ratio(cfg, size, "busbw_GBps"), b]
+        L.append("| " + " | ".join(row) + " |")
+    L.append("")
+    head = ["latency (µs), 4 bytes", "ringmend"] + [names[k] for k in cols] + ["ringmend / best MPI"]
+    L.append("| " + " | ".join(head) + " |")
+    L.append("|" + "---|" * len(head))
+    for cfg in README_PLACES:
+        if 4 not in {r["size"] for r in thr.get(cfg, {}).get("ringmend", [])}:
+            continue
+        row = [README_PLACES[cfg], cell(cfg, "ringmend", 4, "avg_latency_us")]
+        row += [cell(cfg, k, 4, "avg_latency_us") for k in cols]
+        row.append(best_ratio(cfg, 4, "avg_latency_us"))
+        L.append("| " + " | ".join(row) + " |")
+    L.append("")
+    rec = summary.get("recovery", {})
+    if rec:
+        ns = sorted(rec, key=int)
+        pick = [ns[0], ns[-1]] if len(ns) > 1 else ns
+
+        def med(n, who, phase):
+            v = rec[n].get(who, {}).get(phase)
+            return sig(v["median"]) if v else "?"
+
+        L.append(
+            f"Recovery from a SIGKILLed rank (one node, {' / '.join(pick)} ranks): "
+            f"{' / '.join(med(n, 'ringmend', 'first') for n in pick)} ms from the death to the completed "
+            f"re-executed allreduce (median), against {' / '.join(med(n, 'restart', 'wall') for n in pick)} ms "
+            "for merely starting a job with one rank fewer."
+        )
+        L.append("")
+    L.append(README_END)
+    return "\n".join(L)
+
+
+def readme(d, path, check):
+    """Writes the speed section of README `path` from DIR/summary.json; with
+    check, only says whether the README holds what DIR's data gives."""
+    with open(os.path.join(d, "summary.json"), encoding="utf-8") as f:
+        summary = json.load(f)
+    text = read_text(path)
+    if README_BEGIN not in text or README_END not in text:
+        print(f"readme: {path} has no generated speed section ({README_BEGIN} ... {README_END})", file=sys.stderr)
+        return 1
+    head, rest = text.split(README_BEGIN, 1)
+    tail = rest.split(README_END, 1)[1]
+    new = head + readme_block(summary) + tail
+    if check:
+        if new != text:
+            print(f"readme: the speed section of {path} is not what {d}/summary.json gives: "
+                  "run bench/bench_report.py readme " + d + " " + path, file=sys.stderr)
+            return 1
+        print(f"readme: the speed section of {path} matches {d}/summary.json")
+        return 0
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(new)
+    print(f"readme: wrote the speed section of {path} from {d}/summary.json")
+    return 0
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "machine":
         opts = {"--command": "", "--mode": "full", "--mpirun": ""}
@@ -781,6 +981,8 @@ def main(argv):
         return 0
     if len(argv) == 3 and argv[1] == "report":
         return report(argv[2])
+    if len(argv) in (4, 5) and argv[1] == "readme" and (len(argv) == 4 or argv[4] == "--check"):
+        return readme(argv[2], argv[3], len(argv) == 5)
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -8,11 +8,14 @@
 #   bench/run_standard.sh --report-only DIR [--publish]
 #
 # The set (bench/README.md describes every program and column):
-#   one node, 2 ranks      ringmend_allreduce (ringmend and MPI_Allreduce, with the
-#                          memory bound), ringmend_gloo_allreduce, and
+#   one node, 2 ranks      ringmend_allreduce (ringmend and MPI_Allreduce in Open MPI's
+#                          fault-tolerant configuration, with the memory bound),
+#                          mpi_allreduce in Open MPI's default configuration and
+#                          with MPICH (the baselines), ringmend_gloo_allreduce, and
 #                          ringmend_p2p_bw and ringmend_p2p_latency over the
 #                          shared-memory channel (--transport shm) and MPI
-#   one node, 4 ranks      ringmend_allreduce (ringmend and MPI_Allreduce), with
+#   one node, 4 ranks      ringmend_allreduce (ringmend and MPI_Allreduce) and the
+#                          two baselines, with
 #                          --oversubscribe where the node has fewer than 4 cores
 #   two nodes              the same allreduce programs on the local two-node
 #                          Slurm cluster (scripts/cluster.sh), 1 and 2 ranks per
@@ -40,7 +43,8 @@
 #   --skip PART     leave out one-node, cluster or recovery (repeatable)
 #   --publish       copy table.md, summary.json, machine.json and the PNGs to
 #                   bench/results/published/ (kept in git; everything else under
-#                   bench/results/ is ignored)
+#                   bench/results/ is ignored) and rewrite the README's speed
+#                   section from them (bench_report.py readme)
 #   --report-only DIR  only (re)make the report of DIR
 #
 # Environment: MPIEXEC (the ULFM mpirun; default: the one scripts/ft-mpirun
@@ -90,6 +94,8 @@ publish_results() {
   cp "$1"/table.md "$1"/summary.json "$1"/machine.json "$dst"/
   cp "$1"/*.png "$dst"/ 2>/dev/null || true
   echo "run_standard: published to $dst"
+  # The README's speed section comes from the published data only.
+  python3 "$here/bench_report.py" readme "$dst" "$top/README.md"
 }
 
 if [ -n "$report_only" ]; then
@@ -158,9 +164,10 @@ build_programs() {
     return
   fi
   local targets=(ringmend_allreduce ringmend_p2p_bw ringmend_p2p_bibw ringmend_p2p_latency ringmend_recovery)
-  if cmake --build "$build" --target help 2>/dev/null | grep -q '^ringmend_gloo_allreduce:'; then
-    targets+=(ringmend_gloo_allreduce)
-  fi
+  local t
+  for t in ringmend_gloo_allreduce mpi_allreduce_openmpi ringmend_mpich_baseline; do
+    if cmake --build "$build" --target help 2>/dev/null | grep -q "^$t:"; then targets+=("$t"); fi
+  done
   cmake --build "$build" --target "${targets[@]}"
 }
 if [ "$do_build" = 1 ]; then
@@ -177,6 +184,48 @@ for p in ringmend_allreduce ringmend_p2p_bw ringmend_p2p_bibw ringmend_p2p_laten
 done
 have_gloo=1
 [ -x "$BIN/ringmend_gloo_allreduce" ] || have_gloo=0
+
+# The baselines a user who gives up fault tolerance would run instead:
+# MPI_Allreduce alone (bench/mpi_allreduce.c), built with this build's Open
+# MPI and run by its mpirun with no MCA setting (Open MPI's default
+# configuration), and built with MPICH's mpicc and run by its own launcher
+# (Debian's mpich). Each is left out, with the reason in the report, where
+# it was not built.
+baseline_skip() {
+  say "  baseline $1: SKIPPED: $2"
+  printf 'baseline_%s\t%s\n' "$1" "$2" >>"$out/skipped.txt"
+}
+have_ompi_default=0 have_mpich=0
+if [ -x "$BIN/mpi_allreduce_openmpi" ]; then
+  have_ompi_default=1
+else
+  baseline_skip openmpi_default "$BIN/mpi_allreduce_openmpi was not built (logs/build.log)"
+fi
+if [ -x "$BIN/mpi_allreduce_mpich" ] && command -v mpiexec.mpich >/dev/null; then
+  have_mpich=1
+else
+  baseline_skip mpich "MPICH is not installed (Debian's libmpich-dev and mpich; scripts/bootstrap.sh installs them)"
+fi
+ROOT_ARGS=()
+[ "$(id -u)" -eq 0 ] && ROOT_ARGS=(--allow-run-as-root)
+
+# baselines CONFIG REP NP TIMEOUT [--oversubscribe] -- the size and iteration
+# options: one run of each baseline built above.
+baselines() {
+  local config=$1 rep=$2 np=$3 limit=$4 over=()
+  shift 4
+  if [ "${1:-}" = --oversubscribe ]; then over=(--oversubscribe); shift; fi
+  if [ "$have_ompi_default" = 1 ]; then
+    run throughput "$config" openmpi_default "$rep" "$np" "json/$config.openmpi_default.$rep.json" "$limit" \
+      "$MPIEXEC" "${ROOT_ARGS[@]}" "${over[@]}" -np "$np" "$BIN/mpi_allreduce_openmpi" --impl openmpi_default \
+      "$@" "${vflag[@]}" --json "$out/json/$config.openmpi_default.$rep.json"
+  fi
+  if [ "$have_mpich" = 1 ]; then
+    run throughput "$config" mpich "$rep" "$np" "json/$config.mpich.$rep.json" "$limit" \
+      mpiexec.mpich -n "$np" "$BIN/mpi_allreduce_mpich" --impl mpich \
+      "$@" "${vflag[@]}" --json "$out/json/$config.mpich.$rep.json"
+  fi
+}
 
 python3 "$here/bench_report.py" machine "$out/machine.json" \
   --command "$invocation" \
@@ -220,6 +269,7 @@ one_node() {
     run throughput one_node allreduce "$rep" 2 "json/one_node.allreduce.$rep.json" 600 \
       "$FT" "${over[@]}" -np 2 "$BIN/ringmend_allreduce" -m "4:$one_max" "${one_iters[@]}" -f "${vflag[@]}" \
       --json "$out/json/one_node.allreduce.$rep.json"
+    baselines one_node "$rep" 2 600 "${over[@]}" -m "4:$one_max" "${one_iters[@]}"
     if [ "$have_gloo" = 1 ]; then
       run throughput one_node gloo "$rep" 2 "json/one_node.gloo.$rep.json" 600 \
         "$FT" "${over[@]}" -np 2 "$BIN/ringmend_gloo_allreduce" -m "4:$one_max" "${one_iters[@]}" -f "${vflag[@]}" \
@@ -243,6 +293,7 @@ one_node() {
     run throughput one_node_4 allreduce "$rep" 4 "json/one_node_4.allreduce.$rep.json" 900 \
       "$FT" "${over[@]}" -np 4 "$BIN/ringmend_allreduce" -m "4:$one_max" "${one_iters[@]}" -f "${vflag[@]}" \
       --json "$out/json/one_node_4.allreduce.$rep.json"
+    baselines one_node_4 "$rep" 4 900 "${over[@]}" -m "4:$one_max" "${one_iters[@]}"
   done
 }
 
