@@ -151,11 +151,30 @@ int ended_by(std::exception_ptr e, const std::string& report) {
 // "epoch view rounds" to `report` at the end.
 int run_member(Group& group, const Plan& plan, const std::string& report) {
   try {
+    bool resync = false;
     for (int round = 0; round < plan.rounds;) {
       group.progress(0);
+      if (resync) {
+        // The native all-gathers are not uniform: around a view change one
+        // member may have finished round r while another saw it fail. After
+        // a recovery the members first say where they stand, in an
+        // all-gather of its own, and go on after the highest round.
+        auto where = group.allgather("sync:" + std::to_string(round), 10);
+        if (!where) {
+          group.recover();
+          continue;
+        }
+        int highest = round;
+        for (const std::string& w : *where)
+          if (w.rfind("sync:", 0) == 0) highest = std::max(highest, std::stoi(w.substr(5)));
+        round = highest + 1;
+        resync = false;
+        continue;
+      }
       auto all = group.allgather(std::to_string(round) + ":" + std::to_string(group.self()), 10);
       if (!all) {
         group.recover();
+        resync = true;
         continue;
       }
       const auto& members = group.members();
@@ -208,7 +227,10 @@ int run_joiner(Group& group, const std::string& report) {
           group.leave();
           return kDone;
         }
-        round = std::stol((*all)[k]);
+        // A round ("r:id"), or where a member stands after a recovery
+        // ("sync:r", a round of its own): the highest.
+        const std::string& e = (*all)[k];
+        round = std::max(round, std::stol(e.rfind("sync:", 0) == 0 ? e.substr(5) : e));
       }
       mine = std::to_string(round + 1) + ":" + id;
     }
