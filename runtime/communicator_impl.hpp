@@ -104,6 +104,10 @@ struct SpareDismissed {
   std::string why;
 };
 
+// `from`'s member ids added to `to`, kept sorted and without repeats (the
+// ids a call's result reports lost, joined or released).
+void add_ids(std::vector<int>& to, const std::vector<int>& from);
+
 struct Communicator::Impl final : transport::WaitContext {
   // `outcome_fd`: the launcher's pipe (outcome_channel.hpp), or -1.
   // `native`: the first view of the native membership (a job launched

@@ -62,18 +62,19 @@ int Communicator::Impl::kept_size() const {
   return settings_.spare_policy == SparePolicy::Replace ? std::max(target_size_, view_.size) : view_.size;
 }
 
+void add_ids(std::vector<int>& to, const std::vector<int>& from) {
+  to.insert(to.end(), from.begin(), from.end());
+  std::sort(to.begin(), to.end());
+  to.erase(std::unique(to.begin(), to.end()), to.end());
+}
+
 void Communicator::Impl::report_pending(CollectiveResult& result) {
   if (pending_) {
     const MembershipChange change = announce_pending();
     result.recovered = true;
-    const auto add = [](std::vector<int>& to, const std::vector<int>& from) {
-      to.insert(to.end(), from.begin(), from.end());
-      std::sort(to.begin(), to.end());
-      to.erase(std::unique(to.begin(), to.end()), to.end());
-    };
-    add(result.lost, change.lost);
-    add(result.joined, change.joined);
-    add(result.released, change.released);
+    add_ids(result.lost, change.lost);
+    add_ids(result.joined, change.joined);
+    add_ids(result.released, change.released);
   }
   result.epoch = view_.number;
   result.contributors = view_.size;

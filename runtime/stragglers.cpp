@@ -23,14 +23,9 @@ namespace {
 void add_change(CollectiveResult& to, const CollectiveResult& from) {
   if (!from.recovered) return;
   to.recovered = true;
-  const auto add = [](std::vector<int>& into, const std::vector<int>& more) {
-    into.insert(into.end(), more.begin(), more.end());
-    std::sort(into.begin(), into.end());
-    into.erase(std::unique(into.begin(), into.end()), into.end());
-  };
-  add(to.lost, from.lost);
-  add(to.joined, from.joined);
-  add(to.released, from.released);
+  add_ids(to.lost, from.lost);
+  add_ids(to.joined, from.joined);
+  add_ids(to.released, from.released);
 }
 
 std::string percent(double share) {
