@@ -73,6 +73,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 PACKAGES=(build-essential patch cmake ninja-build pkg-config git xz-utils file
   libhwloc-dev hwloc libucx-dev ucx-utils libevent-dev zlib1g-dev
   libgtest-dev googletest procps
+  libcli11-dev nlohmann-json3-dev  # command lines, the benchmarks' JSON
   libmpich-dev mpich)  # an MPI without ULFM: the configure test, the benchmark's MPICH baseline
 if [ "$WITH_CLUSTER_TOOLS" = 1 ]; then
   # python3: bench/bench_report.py (standard library only); libpmix-dev:
