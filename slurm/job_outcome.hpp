@@ -43,6 +43,13 @@ struct RankRecord {
   bool unadmitted_spare() const;
   // A member released on request (it left the job before the others).
   bool released() const;
+
+  // A word of the record; `otherwise` when it is not there.
+  std::string word(const char* key, const std::string& otherwise = "") const;
+  // A word that is a whole number; `otherwise` when it is not there or not one.
+  long number(const char* key, long otherwise) const;
+  // How it ended, in words ("killed by SIGKILL", "excluded as stuck ...").
+  std::string how_it_ended() const;
 };
 
 // The launcher's exit status when no rank could start because ranks died
@@ -70,22 +77,6 @@ std::optional<TakenRecord> take_record(std::string_view line);
 // (PRRTE's "lost communication with a remote daemon" message, whose line
 // "  Remote daemon: [nspace,vpid] on node NAME" this recognises): NAME.
 std::optional<std::string> lost_daemon_node(std::string_view line);
-
-// The verdict over the job.
-struct JudgeOptions {
-  int ranks_started = 0;                  // as many ranks as mpirun was asked for (0: unknown)
-  int mpirun_status = 0;                  // mpirun's own exit status
-  bool fail_on_loss = false;              // any lost rank fails the job
-  double job_start = 0;                   // seconds since the epoch, for "when"
-  double job_end = 0;                     // when mpirun exited (0: unknown)
-  std::vector<std::string> member_hosts;  // the node each member was placed on (empty: unknown)
-  std::vector<std::string> lost_nodes;    // nodes whose MPI daemon was lost (lost_daemon_node)
-};
-struct Verdict {
-  int exit_status = 0;
-  std::vector<std::string> lines;  // the summary, one line each, without a prefix
-};
-Verdict judge(std::vector<RankRecord> records, const JudgeOptions& options);
 
 // SIGSEGV and the like: the process itself went wrong (a probable bug),
 // unlike SIGKILL or SIGTERM, which come from outside.

@@ -8,8 +8,10 @@
 // prints the table and one machine-readable line per node.
 //
 //   mpirun ... ringmend-netcheck --nodes=n1,n2 [--ratio=0.5] [--min-bw=MBPS] [--seconds=0.15]
+//   ringmend-netcheck --help
 #include <mpi.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -110,66 +112,53 @@ double bandwidth_mbs(int peer, bool sender, double seconds, std::vector<char>& b
   return static_cast<double>(n) * kWindow * kMessageBytes / t / 1e6;
 }
 
-const char* option(int argc, char** argv, const char* name) {
-  const std::size_t len = std::strlen(name);
-  for (int i = 1; i < argc; ++i)
-    if (std::strncmp(argv[i], name, len) == 0 && argv[i][len] == '=') return argv[i] + len + 1;
-  return nullptr;
-}
-
-double number_option(int argc, char** argv, const char* name, double fallback) {
-  const char* v = option(argc, argv, name);
-  if (!v) return fallback;
-  char* end = nullptr;
-  const double d = std::strtod(v, &end);
-  if (end == v || *end || !(d >= 0)) {
-    std::fprintf(stderr, "ringmend-netcheck: %s=%s is not a non-negative number\n", name, v);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  return d;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-
+struct Settings {
   ringmend::slurm::NetcheckRule rule;
-  rule.ratio = number_option(argc, argv, "--ratio", rule.ratio);
-  rule.min_link_mbs = number_option(argc, argv, "--min-bw", 0);
-  const double seconds = number_option(argc, argv, "--seconds", 0.15);
+  double seconds = 0.15;
   std::vector<std::string> nodes;
-  if (const char* list = option(argc, argv, "--nodes")) {
-    try {
-      nodes = ringmend::slurm::expand_hostlist(list);
-    } catch (const std::exception& e) {
-      if (rank == 0) std::fprintf(stderr, "ringmend-netcheck: --nodes: %s\n", e.what());
-      MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-  }
-  if (nodes.size() != static_cast<std::size_t>(size)) {
-    if (rank == 0)
-      std::fprintf(stderr, "ringmend-netcheck: %d ranks but %zu nodes in --nodes; start one rank per node\n",
-                   size, nodes.size());
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  // Ranks are placed node by node, so rank i runs on nodes[i]; Slurm's own
-  // name for the node confirms it where the daemons were started by srun.
-  if (const char* here = std::getenv("SLURMD_NODENAME");
-      here && nodes[static_cast<std::size_t>(rank)] != here)
-    std::fprintf(stderr, "ringmend-netcheck: warning: rank %d expected on %s runs on %s\n", rank,
-                 nodes[static_cast<std::size_t>(rank)].c_str(), here);
+};
 
-  const auto k = static_cast<std::size_t>(size);
-  std::vector<double> bw_to(k, 0), lat_to(k, 0);
-  MPI_Barrier(MPI_COMM_WORLD);
-  const double local = memory_copy_gbs(std::max(0.1, seconds));
+// The command line, read before MPI starts: every rank reads the same one,
+// so a bad value ends every rank with the same message.
+Settings parse(int argc, char** argv) {
+  Settings s;
+  CLI::App app{
+      "The measuring half of ringmend-run --network-check: one MPI rank per node measures "
+      "memory copy rate, latency and bandwidth to every other node; rank 0 prints the table "
+      "and one result line per node.",
+      "ringmend-netcheck"};
+  std::string nodes;
+  app.add_option("--nodes", nodes, "the nodes, in rank order (hostlist: n[1-4],gpu2)")->required();
+  app.add_option("--ratio", s.rule.ratio, "leave out a node below R x the median node")
+      ->type_name("R")
+      ->check(CLI::Range(0.01, 1.0));
+  app.add_option("--min-bw", s.rule.min_link_mbs, "leave out a node whose links give < M MB/s")
+      ->type_name("M")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--seconds", s.seconds, "time for each measurement")
+      ->type_name("S")
+      ->check(CLI::Range(0.01, 60.0));
+  try {
+    app.parse(argc, argv);
+    s.nodes = ringmend::slurm::expand_hostlist(nodes);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    std::exit(0);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "ringmend-netcheck: error: %s (see --help)\n", e.what());
+    std::exit(2);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ringmend-netcheck: error: --nodes: %s\n", e.what());
+    std::exit(2);
+  }
+  return s;
+}
 
-  // Circle method: with n even (a bye slot when K is odd), round r pairs
-  // n-1 with r and (r+i) with (r-i) mod (n-1).
+// Every pair of nodes measures latency and bandwidth both ways. Circle
+// method: with n even (a bye slot when K is odd), round r pairs n-1 with r
+// and (r+i) with (r-i) mod (n-1). Fills this rank's row of each.
+void measure_pairs(int rank, int size, double seconds, std::vector<double>& bw_to,
+                   std::vector<double>& lat_to) {
   std::vector<char> buf(static_cast<std::size_t>(kWindow) * kMessageBytes, 7);
   const int n = size % 2 ? size + 1 : size;
   for (int r = 0; r + 1 < n; ++r) {
@@ -190,29 +179,63 @@ int main(int argc, char** argv) {
     const double second = bandwidth_mbs(peer, !lower, seconds, buf);
     bw_to[p] = lower ? first : second;
   }
+}
 
+// Rank 0 gathers every row, judges and prints.
+void report(int rank, const Settings& s, double local, const std::vector<double>& bw_to,
+            const std::vector<double>& lat_to) {
+  const std::size_t k = s.nodes.size();
+  const int size = static_cast<int>(k);
   std::vector<double> all_bw(rank == 0 ? k * k : 0), all_lat(rank == 0 ? k * k : 0),
       all_local(rank == 0 ? k : 0);
   MPI_Gather(bw_to.data(), size, MPI_DOUBLE, all_bw.data(), size, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   MPI_Gather(lat_to.data(), size, MPI_DOUBLE, all_lat.data(), size, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   MPI_Gather(&local, 1, MPI_DOUBLE, all_local.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  if (rank == 0) {
-    ringmend::slurm::NetcheckMeasurements m;
-    m.nodes = nodes;
-    m.local_gbs = all_local;
-    m.bw_mbs.assign(k, std::vector<double>(k, 0));
-    m.latency_us.assign(k, std::vector<double>(k, 0));
-    for (std::size_t a = 0; a < k; ++a)
-      for (std::size_t b = 0; b < k; ++b) {
-        m.bw_mbs[a][b] = all_bw[a * k + b];
-        // Measured by the lower rank of each pair; the table reads [a][b], a < b.
-        m.latency_us[a][b] = m.latency_us[b][a] = std::max(all_lat[a * k + b], all_lat[b * k + a]);
-      }
-    const auto report = ringmend::slurm::judge(m, rule);
-    std::fputs(ringmend::slurm::format_report(m, report, rule).c_str(), stdout);
-    for (const auto& line : ringmend::slurm::result_lines(report)) std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
+  if (rank != 0) return;
+  ringmend::slurm::NetcheckMeasurements m;
+  m.nodes = s.nodes;
+  m.local_gbs = all_local;
+  m.bw_mbs.assign(k, std::vector<double>(k, 0));
+  m.latency_us.assign(k, std::vector<double>(k, 0));
+  for (std::size_t a = 0; a < k; ++a)
+    for (std::size_t b = 0; b < k; ++b) {
+      m.bw_mbs[a][b] = all_bw[a * k + b];
+      // Measured by the lower rank of each pair; the table reads [a][b], a < b.
+      m.latency_us[a][b] = m.latency_us[b][a] = std::max(all_lat[a * k + b], all_lat[b * k + a]);
+    }
+  const auto verdict = ringmend::slurm::judge(m, s.rule);
+  std::fputs(ringmend::slurm::format_report(m, verdict, s.rule).c_str(), stdout);
+  for (const auto& line : ringmend::slurm::result_lines(verdict)) std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Settings s = parse(argc, argv);
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (s.nodes.size() != static_cast<std::size_t>(size)) {
+    if (rank == 0)
+      std::fprintf(stderr, "ringmend-netcheck: %d ranks but %zu nodes in --nodes; start one rank per node\n",
+                   size, s.nodes.size());
+    MPI_Abort(MPI_COMM_WORLD, 2);
   }
+  // Ranks are placed node by node, so rank i runs on nodes[i]; Slurm's own
+  // name for the node confirms it where the daemons were started by srun.
+  if (const char* here = std::getenv("SLURMD_NODENAME");
+      here && s.nodes[static_cast<std::size_t>(rank)] != here)
+    std::fprintf(stderr, "ringmend-netcheck: warning: rank %d expected on %s runs on %s\n", rank,
+                 s.nodes[static_cast<std::size_t>(rank)].c_str(), here);
+
+  const auto k = static_cast<std::size_t>(size);
+  std::vector<double> bw_to(k, 0), lat_to(k, 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double local = memory_copy_gbs(std::max(0.1, s.seconds));
+  measure_pairs(rank, size, s.seconds, bw_to, lat_to);
+  report(rank, s, local, bw_to, lat_to);
   MPI_Finalize();
   return 0;
 }

@@ -10,8 +10,9 @@
 //   * launch_plan.hpp: where ranks go in an allocation or on this machine,
 //     and the mpirun command with the FT arguments that puts them there;
 //   * netcheck.hpp: the network pre-check's rule for leaving out a slow node;
-//   * job_outcome.hpp: how each rank ended (its record) and the verdict over
-//     the job: ringmend-run's summary and exit status;
+//   * job_outcome.hpp: how each rank ended (its record);
+//   * job_verdict.hpp: the verdict over the job from its records:
+//     ringmend-run's summary and exit status, by a table of exit rules;
 //   * the programs ringmend-run (the launcher, bin/), ringmend-rank (starts
 //     one rank and reports how it ended) and ringmend-netcheck (the MPI side
 //     of the pre-check), both in libexec/ringmend/.
@@ -21,5 +22,6 @@
 #include "slurm/environment.hpp"
 #include "slurm/hostlist.hpp"
 #include "slurm/job_outcome.hpp"
+#include "slurm/job_verdict.hpp"
 #include "slurm/launch_plan.hpp"
 #include "slurm/netcheck.hpp"

@@ -215,11 +215,33 @@ errors)
   rr MPIEXEC="$mpirun" -- --dry-run
   err "no program" "no program given"
   rr MPIEXEC="$mpirun" -- -n zero "$app"
-  err "bad -n" "-n/--np wants a whole number of at least 1, got 'zero'"
+  err "bad -n" "--np: wants a whole number of at least 1, got 'zero'" "--help"
   rr MPIEXEC="$mpirun" -- --network-check-ratio 2 "$app"
-  err "bad ratio" "--network-check-ratio wants a number from 0.01 to 1"
+  err "bad ratio" "--network-check-ratio: wants a number from 0.01 to 1, got '2'"
+  rr MPIEXEC="$mpirun" -- --spares -1 "$app"
+  err "negative --spares" "--spares: wants a whole number, 0 or more, got '-1'"
+  rr MPIEXEC="$mpirun" -- -N 0 "$app"
+  err "-N 0" "--nodes: wants a whole number of at least 1, got '0'"
+  rr MPIEXEC="$mpirun" -- --network-check-seconds fast "$app"
+  err "bad --network-check-seconds" "--network-check-seconds: wants a number from 0.01 to 60, got 'fast'"
+  rr MPIEXEC="$mpirun" -- --launcher
+  err "--launcher without a value" "--launcher: 1 required"
+  rr MPIEXEC="$mpirun" RINGMEND_LAUNCHER=pbs -- "$app"
+  err "bad RINGMEND_LAUNCHER" "RINGMEND_LAUNCHER='pbs': srun or mpirun"
+  # ringmend-netcheck (started by ringmend-run, one rank per node) reads
+  # its command line before MPI starts: a bad one ends every rank alike.
+  netcheck=$(dirname "$run")/ringmend-netcheck
+  out=$("$netcheck" --help 2>&1) && [[ "$out" == *"--nodes"* && "$out" == *"--min-bw"* ]] \
+    || fail "ringmend-netcheck --help: $out"
+  echo "PASS: ringmend-netcheck --help"
+  out=$("$netcheck" --nodes=n1 --ratio=3 2>&1) && fail "ringmend-netcheck --ratio=3 succeeded"
+  [[ "$out" == *"ringmend-netcheck: error: --ratio: Value 3 not in range"* ]] || fail "ringmend-netcheck --ratio=3: $out"
+  echo "PASS: ringmend-netcheck bad value"
+  out=$("$netcheck" --nodes='n[1-' 2>&1) && fail "ringmend-netcheck bad --nodes succeeded"
+  [[ "$out" == *"ringmend-netcheck: error: --nodes:"* ]] || fail "ringmend-netcheck bad --nodes: $out"
+  echo "PASS: ringmend-netcheck bad --nodes"
   rr MPIEXEC="$mpirun" -- --mca btl
-  err "--mca without value" "--mca wants a name and a value"
+  err "--mca without value" "--mca: 2 required NAME VALUE missing"
   rr MPIEXEC="$mpirun" RINGMEND_FT_ARGS_FILE="$work/none.txt" -- --dry-run "$app"
   err "unreadable RINGMEND_FT_ARGS_FILE" "RINGMEND_FT_ARGS_FILE='$work/none.txt' cannot be read"
   rr MPIEXEC="$mpirun" -- --dry-run --exclude n1 -n 1 "$app"

@@ -1,5 +1,6 @@
 // Rank records and the verdict over a job (slurm/job_outcome.hpp).
 #include "slurm/job_outcome.hpp"
+#include "slurm/job_verdict.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>
