@@ -268,6 +268,9 @@ struct Communicator::Impl final : transport::WaitContext {
   // number its headers carry.
   void broadcast_bytes(void* buffer, std::size_t bytes, int root, std::uint64_t wire_seq);
   void update_view();  // the view alone (the first epoch)
+  // The constructor's parts (communicator_impl.cpp).
+  bool open_spare_pool(MPI_Comm parent, int world_size, membership::Start& start);
+  void build_first_epoch(MPI_Comm parent, membership::Start start);
   // GPU buffers (device_call.cpp; a stub when built without CUDA).
   // A call whose buffers are on a GPU, run; nullopt for host buffers.
   std::optional<CollectiveResult> run_on_device(const CollectiveCall& call);
@@ -293,7 +296,20 @@ struct Communicator::Impl final : transport::WaitContext {
   static MembershipChange merged(const MembershipChange& first, const MembershipChange& then);
   std::string validate(const CollectiveCall& call) const;
   void execute(const CollectiveCall& call, std::uint64_t call_seq);
+  // run()'s parts (call_path.cpp): one call through its attempts.
+  struct CallInProgress;
+  struct CallFailure;
+  void place_root(CallInProgress& p);
+  void fail_if_root_lost(CallInProgress& p);
+  std::optional<CallFailure> attempt(CallInProgress& p);
+  void recover_in_call(CallInProgress& p, const CallFailure& f);
   RecoveryOutcome recover(const membership::MemberInfo& mine, const std::string& cause);
+  // recover()'s parts (recovery.cpp).
+  struct RecoveryRecord;
+  bool shrink_and_rebuild(const membership::MemberInfo& mine, int attempt, RecoveryOutcome& out,
+                          RecoveryRecord& rec);
+  MembershipChange recovered(const membership::MemberInfo& mine, const std::string& cause,
+                             const std::vector<membership::MemberId>& lost, const RecoveryRecord& rec);
   // The recovery of a job with spares waiting (admission.cpp): one round of
   // the pool drops the dead and admits spares in their places, when every
   // member is in the same collective; else it only drops them.

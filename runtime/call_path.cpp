@@ -1,0 +1,374 @@
+// One collective call from the application to its result: validate, settle
+// (announce a change, admit spares), run the algorithm the selector picks
+// (coll/) over the current epoch's channels, and after a failure recover
+// (recovery.cpp), then either re-execute the call over the survivors'
+// inputs, take the result from a survivor that had already finished it, or
+// raise the input error on every rank.
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "coll/selector.hpp"
+#include "membership/native/native_spare_pool.hpp"
+#include "ringmend/core/log.hpp"
+#include "ringmend/core/outcome.hpp"
+#include "runtime/communicator_impl.hpp"
+#include "runtime/request.hpp"
+
+namespace ringmend {
+namespace {
+
+// Thrown inside run() for an invalid argument on this rank; it is raised
+// on every rank through the recovery state exchange.
+struct LocalInputError {
+  std::string text;
+};
+
+}  // namespace
+
+// ------------------------------------------------------------- collectives
+
+std::string Communicator::Impl::validate(const CollectiveCall& c) const {
+  // Built only when needed: validation runs on every call, also the 4-byte ones.
+  struct At {
+    const CollectiveCall& c;
+    int rank;
+    operator std::string() const {
+      return std::string(c.kind == coll::CollectiveKind::Allreduce ? "allreduce" : "broadcast") +
+             " on rank " + std::to_string(rank) + ": ";
+    }
+    std::string operator+(const std::string& rest) const { return std::string(*this) + rest; }
+    std::string operator+(const char* rest) const { return std::string(*this) + rest; }
+  } at{c, view_.rank};
+  if (c.kind == coll::CollectiveKind::Allreduce) {
+    if (!is_valid(c.type)) return at + "unsupported data type " + std::to_string(static_cast<int>(c.type));
+    if (!is_valid(c.op)) return at + "unsupported reduction " + std::to_string(static_cast<int>(c.op));
+    if (c.count > 0 && (c.input == nullptr || c.output == nullptr))
+      return at + "null buffer with count " + std::to_string(c.count);
+    const auto* in = static_cast<const std::byte*>(c.input);
+    const auto* out = static_cast<const std::byte*>(c.output);
+    const std::size_t b = c.bytes();
+    if (c.count > 0 && in != out && in < out + b && out < in + b)
+      return at + "input and output overlap without being the same buffer (use the in-place call)";
+    if (!c.placement_error.empty()) return at + c.placement_error;
+  } else {
+    if (c.root < 0 || c.root >= view_.size)
+      return at + "root " + std::to_string(c.root) + " is not a rank of this communicator (size " +
+             std::to_string(view_.size) + ")";
+    if (c.count > 0 && c.output == nullptr)
+      return at + "null buffer with " + std::to_string(c.count) + " bytes";
+    if (c.count > 0 && is_gpu_pointer(c.output))
+      return at + "the buffer is GPU memory; broadcast takes host memory (GPU buffers: allreduce)";
+  }
+  return {};
+}
+
+void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq) {
+  if (c.gpu) {  // its buffers are on a GPU: device_call.cpp runs it, through here again
+    execute_device(c, call_seq);
+    return;
+  }
+  const std::size_t bytes = c.bytes();
+  const membership::Epoch& e = *epoch_;
+  const coll::Algorithm& algorithm = coll::select(c.kind, bytes, e.layout, tuning());
+  coll::Call call;
+  call.kind = c.kind;
+  if (c.kind == coll::CollectiveKind::Allreduce) {
+    call.allreduce = {c.input, c.output, c.count, c.type, c.op, call_seq};
+    call.allreduce.staging = c.staging;
+    // An algorithm that does not read a staged input part by part gets it whole.
+    if (c.staging && !algorithm.reads_staged_input()) c.staging->wait_input(0, bytes);
+  }
+  // Out of place, where the call can finish together (on one node, see
+  // coll/shm_allreduce.hpp), the result goes straight to the caller and
+  // nothing is retained: every survivor finishes it or none does.
+  if (c.kind == coll::CollectiveKind::Allreduce && c.input != c.output &&
+      algorithm.finishes_together(e.layout, e.channels())) {
+    call.allreduce.finish_together = true;
+    algorithm.run(call, e.channels(), e.layout, tuning(), *this);
+    retained_seq_[call_seq % 2] = 0;
+    retained_bytes_[call_seq % 2] = 0;
+    return;
+  }
+  // Otherwise the result is retained (for a survivor that misses the end of
+  // this call). Out of place, the algorithms write the caller's buffer and
+  // copy each final part into the retained buffer while it is in cache; in
+  // place, the input must stay intact until the end, so they write the
+  // retained buffer, copied out at the end.
+  auto& out = scratch_for(call_seq, bytes);
+  bool copy_out = true;
+  if (c.kind == coll::CollectiveKind::Allreduce) {
+    call.allreduce.output = out.data();
+    if (c.input != c.output) {
+      call.allreduce.output = c.output;
+      call.allreduce.retain = out.data();
+      copy_out = false;
+    }
+  } else {
+    if (e.rank == c.root) std::memcpy(out.data(), c.input, bytes);
+    call.broadcast = {out.data(), bytes, c.root, call_seq};
+  }
+  algorithm.run(call, e.channels(), e.layout, tuning(), *this);
+  if (c.kind == coll::CollectiveKind::Broadcast) {
+    // A broadcast is done at the root, and at a forwarder, once its data is
+    // buffered towards the next rank, so a run of broadcasts would let a
+    // rank get several collectives ahead of the last one in the chain. A
+    // barrier in the same call bounds that: a rank that returns from any
+    // collective knows that every member entered it, so survivors are never
+    // more than one collective apart, which is what the catch-up hands over.
+    const std::int64_t one = 1;
+    std::int64_t members = 0;
+    coll::Call sync;
+    sync.kind = coll::CollectiveKind::Allreduce;
+    sync.allreduce = {&one, &members, 1, DataType::Int64, ReduceOp::Sum, call_seq};
+    coll::select(sync.kind, sizeof one, e.layout, tuning())
+        .run(sync, e.channels(), e.layout, tuning(), *this);
+  }
+  retained_seq_[call_seq % 2] = call_seq;
+  retained_bytes_[call_seq % 2] = bytes;
+  if (copy_out) std::memcpy(c.output, out.data(), bytes);
+}
+
+// One application call through its attempts: what the next attempt needs
+// to know of the ones before.
+struct Communicator::Impl::CallInProgress {
+  CallInProgress(const CollectiveCall& original, std::uint64_t number)
+      : call(original), c(original), seq(number) {}
+  const CollectiveCall& call;
+  CollectiveCall c;  // the root renumbered after a membership change
+  std::uint64_t seq;
+  std::string input_error;         // this member's objection to its arguments
+  std::string settle_interrupted;  // another member was recovering when this one settled
+  // The root (member id) the application chose in its view, else kNoMember.
+  membership::MemberId root_id = membership::kNoMember;
+  int size_at_start = 0;
+  bool catching_up = false;                    // another survivor finished this call: take its result
+  std::vector<membership::MemberInfo> states;  // the survivors' states after the last recovery
+  CollectiveResult result;
+};
+
+// Why an attempt failed: a failure to recover from, or an error to raise
+// on every member (errc >= 0).
+struct Communicator::Impl::CallFailure {
+  std::string cause, error_text;
+  int errc = -1;
+};
+
+// The root's rank in the current epoch, or RootLost on every survivor.
+void Communicator::Impl::place_root(CallInProgress& p) {
+  if (p.root_id == membership::kNoMember) return;
+  const auto& members = epoch_->members;
+  const auto it = std::find(members.begin(), members.end(), p.root_id);
+  if (it == members.end())
+    throw Error(Errc::RootLost, "broadcast #" + std::to_string(p.seq) + ": its root (member " +
+                                    std::to_string(p.root_id) + ") failed before any survivor had the data");
+  p.c.root = static_cast<int>(it - members.begin());
+}
+
+// A broadcast whose root died, and that no survivor finished, cannot be
+// executed: RootLost, the change announced first (as by every error after
+// a recovery), before any spare is admitted, on every survivor alike,
+// whether it learns of the death in this call or came from catching up.
+void Communicator::Impl::fail_if_root_lost(CallInProgress& p) {
+  if (p.root_id == membership::kNoMember || epoch_->contains(p.root_id)) return;
+  if (pending_) announce_pending();
+  place_root(p);
+}
+
+CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
+  // The previous call ended, on whatever path (GPU calls included): its
+  // epoch is in use (below, a host call says so as it ends).
+  ucx_.epoch_in_use();
+  if (call.kind == coll::CollectiveKind::Allreduce && !call.gpu && call.placement_error.empty() &&
+      call.memory != MemoryKind::Host && !left)
+    if (auto on_device = run_on_device(call)) return *on_device;
+  if (left)
+    throw Error(Errc::Released, "this process was released from the job (" +
+                                    std::string(released_as_straggler_ ? "as a straggler" : "release()") +
+                                    " at collective #" + std::to_string(seq) +
+                                    ") and takes part in no collective");
+  CallInProgress p(call, ++seq);
+  current_seq_ = p.seq;
+  // The progress record: membership work until the call executes, the
+  // application's own code once it returns, however it ends.
+  hang_.enter(progress::Phase::Recovery, p.seq);
+  struct BackToApplication {
+    HangDetector& hang;
+    std::uint64_t seq;
+    ~BackToApplication() { hang.enter(progress::Phase::Application, seq); }
+  } const back_to_application{hang_, p.seq};
+  p.input_error = validate(call);
+  if (!p.input_error.empty() && !fault_tolerant_) throw Error(Errc::InvalidArgument, p.input_error);
+  // The application chose the root in its view; a change it has not been
+  // told of yet (see recover_in_call()) is announced now, and the root renumbered.
+  if (call.kind == coll::CollectiveKind::Broadcast && p.input_error.empty())
+    p.root_id = view_.members[static_cast<std::size_t>(call.root)];
+  call_root_ = p.root_id;
+  p.size_at_start = view_.size;
+  fail_if_root_lost(p);
+  // A settle() that finds another member recovering (a round of the pool)
+  // joins that recovery below, as after a failure in this call.
+  if (p.input_error.empty()) {
+    try {
+      settle(p.result, p.seq);
+    } catch (const transport::Interrupted& e) {
+      p.settle_interrupted = e.what();
+    }
+  }
+  place_root(p);
+  if (p.input_error.empty() && p.settle_interrupted.empty() &&
+      call.bytes() == 0) {  // a no-op, like MPI with count 0
+    p.result.contributors = epoch_->size;
+    p.result.epoch = epoch_->number;
+    return p.result;
+  }
+  // The deadline covers this call only, however it ends (check() sets it).
+  const ScopedFlag deadline_on(has_deadline_);
+  deadline_set_ = false;
+  for (;;) {
+    const std::optional<CallFailure> failed = attempt(p);
+    if (!failed) return p.result;
+    recover_in_call(p, *failed);
+  }
+}
+
+// One attempt of the call in the current epoch: executed, or its result
+// taken from a survivor that finished it; nullopt when it completed.
+std::optional<Communicator::Impl::CallFailure> Communicator::Impl::attempt(CallInProgress& p) {
+  try {
+    if (!p.settle_interrupted.empty()) throw transport::Interrupted(std::exchange(p.settle_interrupted, {}));
+    if (!p.input_error.empty()) throw LocalInputError{p.input_error};
+    if (p.catching_up) {
+      // Another survivor finished this collective before the failure: take
+      // its result, which contains every original contribution.
+      hang_.enter(progress::Phase::Collective, p.seq);
+      catch_up(p.seq, p.states, p.call.bytes());
+      if (p.call.gpu)
+        device_result_from(p.call, scratch_[p.seq % 2].data());
+      else
+        std::memcpy(p.call.output, scratch_[p.seq % 2].data(), p.call.bytes());
+      retained_seq_[p.seq % 2] = p.seq;
+      retained_bytes_[p.seq % 2] = p.call.bytes();
+      p.result.contributors = p.size_at_start;
+    } else {
+      const bool ahead = std::any_of(p.states.begin(), p.states.end(), [&](const membership::MemberInfo& s) {
+        return s.seq < static_cast<std::int64_t>(p.seq) && !s.finalizing;
+      });
+      if (ahead) catch_up(p.seq - 1, p.states, retained_bytes_[(p.seq - 1) % 2]);
+      p.states.clear();
+      // Only after the catch-up above: the survivors behind wait for it.
+      fail_if_root_lost(p);
+      settle(p.result, p.seq);
+      place_root(p);
+      hang_.enter(progress::Phase::Collective, p.seq);
+      execute(p.c, p.seq);
+      p.result.contributors = epoch_->size;
+    }
+    // Off the recovery's path: the next worker, the old ones closed.
+    ucx_.epoch_in_use();
+    p.result.epoch = view_.number;
+    return std::nullopt;
+  } catch (const transport::Interrupted& e) {
+    return CallFailure{e.what(), {}, -1};
+  } catch (const transport::Mismatch& e) {
+    return CallFailure{"inconsistent call", e.what(), static_cast<int>(Errc::Mismatch)};
+  } catch (const LocalInputError& e) {
+    return CallFailure{"invalid argument", e.text, static_cast<int>(Errc::InvalidArgument)};
+  }
+}
+
+// After a failed attempt: recover with the other survivors, then learn from
+// their states how the call goes on (or fails on every one of them alike).
+void Communicator::Impl::recover_in_call(CallInProgress& p, const CallFailure& f) {
+  if (!fault_tolerant_)
+    throw Error(f.errc >= 0 ? static_cast<Errc>(f.errc) : Errc::FaultToleranceUnavailable,
+                f.errc >= 0
+                    ? f.error_text
+                    : "a rank failed (" + f.cause +
+                          ") and this job runs without fault tolerance; launch with "
+                          "ringmend-run (or mpirun with ringmend's FT arguments) and an MPI with ULFM");
+  membership::MemberInfo mine = my_state(p.seq);
+  mine.errc = f.errc;
+  mine.set_error(f.error_text);
+  hang_.enter(progress::Phase::Recovery, p.seq);
+  RecoveryOutcome r = recover(mine, f.cause);
+  if (native_membership()) hang_.fence_lost(r.lost, epoch_->my_id());
+  pending_ = pending_ ? merged(*pending_, r.change) : r.change;
+  p.states = std::move(r.infos);
+  p.catching_up = std::any_of(p.states.begin(), p.states.end(), [&](const membership::MemberInfo& s) {
+    return s.seq > static_cast<std::int64_t>(p.seq);
+  });
+  // Survivors that had finished this collective see the failure in their
+  // next call. Those that take its result from them (catching up) keep
+  // the old view until their own next call, so that every survivor sees
+  // the change in the same call (and chooses, say, a broadcast root in the
+  // same membership). Otherwise the change is announced in this call,
+  // once spares are admitted (settle(), before the call is executed).
+  // An input error anywhere is raised everywhere.
+  auto bad = std::find_if(p.states.begin(), p.states.end(),
+                          [](const membership::MemberInfo& s) { return s.errc >= 0; });
+  if (bad != p.states.end()) fail_in_step(p.states, p.seq, Error(static_cast<Errc>(bad->errc), bad->error));
+  // A result that no survivor can hand over fails the call on every
+  // survivor alike, and leaves them all after the newest call.
+  if (const std::string why = catch_up_impossible(p.states); !why.empty())
+    fail_in_step(p.states, p.seq, Error(Errc::Internal, why));
+  // A member that finalized while we are in a collective will never join it.
+  for (const auto& s : p.states)
+    if (s.finalizing && s.seq == static_cast<std::int64_t>(p.seq))
+      throw Error(Errc::Mismatch, "member " + std::to_string(s.id) +
+                                      " finalized while this rank called collective #" +
+                                      std::to_string(p.seq));
+}
+
+// --------------------------------------------------- announcing a change
+
+void Communicator::Impl::update_view() {
+  hang_.set_member(epoch_->my_id());
+  hang_.remember(*epoch_);
+  View next{epoch_->app_rank(), epoch_->size, epoch_->number, epoch_->my_id(), epoch_->ranked};
+  std::lock_guard lock(view_mutex_);
+  view_ = std::move(next);
+}
+
+void Communicator::Impl::announce(const MembershipChange& change) {
+  update_view();
+  // A rebuild that lost nobody (an input error on one rank revokes the
+  // epoch so that the others learn of it; under the native membership, a
+  // spare's death) changes no membership: the next change announced covers
+  // its epoch too, so that every change starts where the last one ended.
+  if (change.lost.empty() && change.joined.empty() && change.released.empty()) {
+    unannounced_ = unannounced_ ? merged(*unannounced_, change) : change;
+    return;
+  }
+  const MembershipChange whole =
+      unannounced_ ? merged(*std::exchange(unannounced_, std::nullopt), change) : change;
+  for (auto& [id, callback] : callbacks) callback(whole);
+}
+
+MembershipChange Communicator::Impl::announce_pending() {
+  const MembershipChange change = *std::exchange(pending_, std::nullopt);
+  announce(change);
+  return change;
+}
+
+void Communicator::Impl::settle(CollectiveResult& result, std::uint64_t call_seq) {
+  // A request (grow, release) admits after its call instead: a joiner's
+  // first call must be one its application makes.
+  if (!requesting_ && pool_ && settings_.spare_policy == SparePolicy::Replace &&
+      epoch_->size < target_size_ && pool_->spares_left() > 0)
+    regroup(call_seq, false, false);
+  if (!pending_) return;
+  const MembershipChange change = announce_pending();
+  result.recovered = true;
+  result.lost = change.lost;
+  result.joined = change.joined;
+  result.released = change.released;
+}
+
+// An error that every survivor raises alike after a recovery: each is told
+// of the change first, and all go on after the newest collective any of
+// them was in, so that their next calls match.
+
+}  // namespace ringmend
