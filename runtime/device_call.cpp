@@ -30,6 +30,7 @@
 
 #include "coll/ring_allreduce.hpp"
 #include "gpu/gpu.hpp"
+#include "ringmend/core/hash.hpp"
 #include "ringmend/core/log.hpp"
 #include "runtime/communicator_impl.hpp"
 
@@ -93,12 +94,6 @@ bool Communicator::cuda_built() { return true; }
 bool Communicator::cuda_usable() { return gpu::cuda_usable(); }
 
 namespace {
-
-std::uint64_t fnv1a(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 // NCCL refuses two ranks of one communicator on one GPU, which it tells by
 // host hash (NCCL_HOSTID, else the host name) and PCI bus id: the same key here.

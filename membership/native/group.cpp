@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "ringmend/core/hash.hpp"
 #include "ringmend/core/log.hpp"
 #include "ringmend/core/progress_record.hpp"
 
@@ -413,8 +414,9 @@ std::optional<std::map<MemberId, std::string>> Group::collect(FrameKind kind,
   // An all-gather names its participants (FNV-1a over their ids, in order):
   // two all-gathers of one round among different processes never mix.
   if (gather) {
-    f.tag = 14695981039346656037ULL;
-    for (MemberId m : peers) f.tag = (f.tag ^ static_cast<std::uint32_t>(m)) * 1099511628211ULL;
+    Fnv1a tag;
+    for (MemberId m : peers) tag.add_value(m);
+    f.tag = tag.value();
   }
   for (MemberId m : peers)
     if (m != self()) net_->send(m, f);

@@ -34,18 +34,12 @@
 #include <sstream>
 
 #include "../mpi/test_data.hpp"
+#include "ringmend/core/hash.hpp"
 
 using namespace ringmend;
 using namespace ringmend::testing;
 
 namespace {
-
-std::uint64_t fnv1a(const void* p, std::size_t n) {
-  std::uint64_t h = 1469598103934665603ull;
-  const auto* b = static_cast<const unsigned char*>(p);
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
 
 std::string ids(const std::vector<int>& v) {
   std::string s = "[";

@@ -11,13 +11,15 @@
 //   * log.hpp: the log (levels, one line per event with time, host, pid,
 //     member and epoch; an application sink);
 //   * outcome.hpp: the words a rank tells its launcher about how its run
-//     ended (the Runtime writes them, ringmend-run's summary reads them).
+//     ended (the Runtime writes them, ringmend-run's summary reads them);
+//   * hash.hpp: FNV-1a, the one fingerprint of bytes processes compare.
 // The public headers (runtime/include/ringmend/ringmend.hpp) re-export what
 // applications need of it.
 #pragma once
 
 #include "ringmend/core/error.hpp"
 #include "ringmend/core/half.hpp"
+#include "ringmend/core/hash.hpp"
 #include "ringmend/core/log.hpp"
 #include "ringmend/core/options.hpp"
 #include "ringmend/core/outcome.hpp"
