@@ -133,144 +133,183 @@ void one_shot(ShmNode& node, Channel* inter, const Layout& h, const AllreduceArg
   retain_part(a, 0, bytes);
 }
 
-void pipelined(ShmNode& node, Channel* inter, const Layout& h, const AllreduceArgs& a,
-               const ShmCallPlan& plan, WaitContext& ctx) {
-  const std::size_t esize = size_of(a.type);
-  const std::size_t chunk_bytes = plan.shape.chunk_bytes / esize * esize;
-  const std::size_t chunk_elems = chunk_bytes / esize;
-  const std::size_t chunks = (a.count + chunk_elems - 1) / chunk_elems;
-  const std::size_t depth = plan.shape.depth;
-  const int me = node.local();
-  const int n = node.size();
-  const bool multi = h.multi_node();
-  const int slices = multi ? h.rails : n;
-  const bool owner = me < slices;
-  const std::uint64_t g0 = node.chunks_used;
-  const auto* in = static_cast<const std::byte*>(a.input);
-  auto* out = static_cast<std::byte*>(a.output);
+// The pipeline over a node's shared buffers: each rank copies its input in
+// chunk by chunk, reduces its slice of each chunk (with several nodes, sends
+// it around its rail first) and copies every reduced chunk out. The three
+// move as far as their inputs allow, so copying, reducing and sending
+// overlap.
+class ShmPipeline {
+ public:
+  ShmPipeline(ShmNode& node, Channel* inter, const Layout& h, const AllreduceArgs& a, const ShmCallPlan& plan,
+              WaitContext& ctx)
+      : node_(node),
+        a_(a),
+        ctx_(ctx),
+        esize_(size_of(a.type)),
+        chunk_bytes_(plan.shape.chunk_bytes / esize_ * esize_),
+        chunk_elems_(chunk_bytes_ / esize_),
+        chunks_((a.count + chunk_elems_ - 1) / chunk_elems_),
+        depth_(plan.shape.depth),
+        me_(node.local()),
+        n_(node.size()),
+        multi_(h.multi_node()),
+        slices_(multi_ ? h.rails : n_),
+        owner_(me_ < slices_),
+        g0_(node.chunks_used),
+        in_(static_cast<const std::byte*>(a.input)),
+        out_(static_cast<std::byte*>(a.output)),
+        stage_bytes_((chunk_elems_ / static_cast<std::size_t>(slices_) + 1) * esize_),
+        srcs_(static_cast<std::size_t>(n_)) {
+    // With several nodes an owner's slices cross the nodes on its rail while
+    // it goes on with the next chunks: one staging buffer per piece in flight.
+    if (multi_ && owner_) {
+      across_.emplace(*inter, h.rail_ring, a, depth_, AlgorithmId::ShmPipelined);
+      stage_.resize(depth_ * stage_bytes_);
+    }
+  }
+
+  void run() {
+    // A staged input (a GPU buffer) is read chunk by chunk, in order: its
+    // copy to the host is started whole and waited for chunk by chunk.
+    if (a_.staging) a_.staging->prefetch(0, a_.bytes());
+    ShmBackoff backoff(node_, ctx_);
+    std::optional<Interrupted> failure;
+    while (next_out_ < chunks_) {
+      // Reducing first: peers wait for it.
+      bool moved = reduce_next();
+      if (across_) {
+        moved |= across_->advance();
+        while (next_across_ < across_->finished()) node_.control(me_).out_ready.publish(g0_ + ++next_across_);
+      }
+      moved |= copy_in_next();
+      moved |= copy_out_next();
+      // A failure noticed while idle ends the call only if nothing can move
+      // any more (a peer may exit once it has done its part).
+      if (moved) {
+        backoff.reset();
+        failure.reset();
+      } else if (failure) {
+        throw *failure;
+      } else {
+        try {
+          backoff.idle();
+        } catch (const Interrupted& e) {
+          failure = e;
+        }
+      }
+    }
+    if (across_) across_->finish(ctx_);
+    node_.chunks_used = g0_ + chunks_;
+  }
+
+ private:
   // Chunk g of rank r, in the buffers as this call cuts them. A call may cut
   // them differently from the last one: every rank had posted this call,
   // so had copied out every chunk of the last one, before any rank writes.
-  auto chunk = [&](int r, std::uint64_t g) { return node.buffers(r) + (g % depth) * chunk_bytes; };
-  auto chunk_of = [&](std::size_t c) {
-    const std::size_t offset = c * chunk_elems;
-    return Range{offset, std::min(chunk_elems, a.count - offset)};
-  };
+  std::byte* chunk(int r, std::uint64_t g) const { return node_.buffers(r) + (g % depth_) * chunk_bytes_; }
+  Range chunk_of(std::size_t c) const {
+    const std::size_t offset = c * chunk_elems_;
+    return Range{offset, std::min(chunk_elems_, a_.count - offset)};
+  }
   // Slice r of chunk c, relative to the chunk.
-  auto slice_of = [&](std::size_t c, int r) {
-    return split(chunk_of(c).count, static_cast<std::size_t>(slices), static_cast<std::size_t>(r));
-  };
-  // With several nodes an owner's slices cross the nodes on its rail while
-  // it goes on with the next chunks: one staging buffer per piece in flight.
-  std::optional<RingStream> across;
-  std::vector<std::byte> stage;
-  const std::size_t stage_bytes = (chunk_elems / static_cast<std::size_t>(slices) + 1) * esize;
-  if (multi && owner) {
-    across.emplace(*inter, h.rail_ring, a, depth, AlgorithmId::ShmPipelined);
-    stage.resize(depth * stage_bytes);
+  Range slice_of(std::size_t c, int r) const {
+    return split(chunk_of(c).count, static_cast<std::size_t>(slices_), static_cast<std::size_t>(r));
   }
-  std::vector<const void*> srcs(static_cast<std::size_t>(n));
-  // A staged input (a GPU buffer) is read chunk by chunk, in order: its
-  // copy to the host is started whole and waited for chunk by chunk.
-  if (a.staging) a.staging->prefetch(0, a.bytes());
 
-  std::size_t next_in = 0, next_reduce = 0, next_out = 0;
-  std::uint64_t next_across = 0;  // pieces whose trip across the nodes is over
-  ShmBackoff backoff(node, ctx);
-  std::optional<Interrupted> failure;
-  while (next_out < chunks) {
-    bool moved = false;
-    // Reduce my slice of the oldest chunk whose inputs are all there: peers
-    // wait for it, so it goes first.
-    if (next_reduce < next_in) {
-      const std::uint64_t g = g0 + next_reduce;
-      if (!owner) {
-        node.control(me).out_ready.publish(g + 1);
-        ++next_reduce;
-        moved = true;
-      } else if ((!across || !across->full()) && node.all_at_least(&ShmRankControl::in_ready, g + 1)) {
-        ctx.on_phase(Phase::ReduceScatter, static_cast<int>(next_reduce));
-        const Range s = slice_of(next_reduce, me);
-        const std::size_t off = s.offset * esize;
-        const std::size_t at = (chunk_of(next_reduce).offset + s.offset) * esize;  // in the message
-        // My own contribution straight from my input (it was never copied
-        // in), the peers' from their buffers, in a fixed order.
-        srcs[0] = in + at;
-        for (int r = 0, i = 1; r < n; ++r)
-          if (r != me) srcs[static_cast<std::size_t>(i++)] = chunk(r, g) + off;
-        if (!multi) {
-          // Into my output, then (still in cache) into my buffer for the peers.
-          reduce_many(out + at, srcs.data(), srcs.size(), s.count, a.type, a.op);
-          std::memcpy(chunk(me, g) + off, out + at, s.count * esize);
-        } else {
-          // Reduce the node's part, then send it around the rail; the slice
-          // is ready for the node once the stream has finished it.
-          std::byte* staged = stage.data() + (next_reduce % depth) * stage_bytes;
-          reduce_many(staged, srcs.data(), srcs.size(), s.count, a.type, a.op);
-          across->start(staged, chunk(me, g) + off, s.count);
-        }
-        if (!across) node.control(me).out_ready.publish(g + 1);
-        ++next_reduce;
-        moved = true;
-      }
+  // Reduces my slice of the oldest chunk whose inputs are all there.
+  bool reduce_next() {
+    if (next_reduce_ >= next_in_) return false;
+    const std::uint64_t g = g0_ + next_reduce_;
+    if (!owner_) {
+      node_.control(me_).out_ready.publish(g + 1);
+      ++next_reduce_;
+      return true;
     }
-    if (across) {
-      moved |= across->advance();
-      while (next_across < across->finished()) node.control(me).out_ready.publish(g0 + ++next_across);
-    }
-    // Copy the next input chunk in once every rank is done with the chunk
-    // that last used this buffer.
-    if (next_in < chunks && next_in < next_out + depth) {
-      const std::uint64_t g = g0 + next_in;
-      if (g < depth || node.all_at_least(&ShmRankControl::copied, g - depth + 1)) {
-        const Range c = chunk_of(next_in);
-        wait_input(a, c.offset * esize, c.count * esize);  // (my own slice is read from here too)
-        // The peers need my input except the slice I reduce myself.
-        const Range mine = owner ? slice_of(next_in, me) : Range{c.count, 0};
-        std::memcpy(chunk(me, g), in + c.offset * esize, mine.offset * esize);
-        const std::size_t rest = mine.offset + mine.count;
-        std::memcpy(chunk(me, g) + rest * esize, in + (c.offset + rest) * esize, (c.count - rest) * esize);
-        node.control(me).in_ready.publish(g + 1);
-        ++next_in;
-        moved = true;
-      }
-    }
-    // Copy the chunk out once every slice of it is reduced.
-    if (next_out < next_reduce) {
-      const std::uint64_t g = g0 + next_out;
-      bool ready = true;
-      for (int r = 0; r < slices && ready; ++r) ready = node.control(r).out_ready.load() >= g + 1;
-      if (ready) {
-        ctx.on_phase(Phase::Allgather, static_cast<int>(next_out));
-        const Range c = chunk_of(next_out);
-        for (int r = 0; r < slices; ++r) {
-          if (r == me && !multi) continue;  // reduced straight into my output
-          const Range s = slice_of(next_out, r);
-          std::memcpy(out + (c.offset + s.offset) * esize, chunk(r, g) + s.offset * esize, s.count * esize);
-        }
-        retain_part(a, c.offset * esize, c.count * esize);
-        node.control(me).copied.publish(g + 1);
-        ++next_out;
-        moved = true;
-      }
-    }
-    // A failure noticed while idle ends the call only if nothing can move
-    // any more (a peer may exit once it has done its part).
-    if (moved) {
-      backoff.reset();
-      failure.reset();
-    } else if (failure) {
-      throw *failure;
+    if ((across_ && across_->full()) || !node_.all_at_least(&ShmRankControl::in_ready, g + 1)) return false;
+    ctx_.on_phase(Phase::ReduceScatter, static_cast<int>(next_reduce_));
+    const Range s = slice_of(next_reduce_, me_);
+    const std::size_t off = s.offset * esize_;
+    const std::size_t at = (chunk_of(next_reduce_).offset + s.offset) * esize_;  // in the message
+    // My own contribution straight from my input (it was never copied
+    // in), the peers' from their buffers, in a fixed order.
+    srcs_[0] = in_ + at;
+    for (int r = 0, i = 1; r < n_; ++r)
+      if (r != me_) srcs_[static_cast<std::size_t>(i++)] = chunk(r, g) + off;
+    if (!multi_) {
+      // Into my output, then (still in cache) into my buffer for the peers.
+      reduce_many(out_ + at, srcs_.data(), srcs_.size(), s.count, a_.type, a_.op);
+      std::memcpy(chunk(me_, g) + off, out_ + at, s.count * esize_);
     } else {
-      try {
-        backoff.idle();
-      } catch (const Interrupted& e) {
-        failure = e;
-      }
+      // Reduce the node's part, then send it around the rail; the slice
+      // is ready for the node once the stream has finished it.
+      std::byte* staged = stage_.data() + (next_reduce_ % depth_) * stage_bytes_;
+      reduce_many(staged, srcs_.data(), srcs_.size(), s.count, a_.type, a_.op);
+      across_->start(staged, chunk(me_, g) + off, s.count);
     }
+    if (!across_) node_.control(me_).out_ready.publish(g + 1);
+    ++next_reduce_;
+    return true;
   }
-  if (across) across->finish(ctx);
-  node.chunks_used = g0 + chunks;
+
+  // Copies the next input chunk in once every rank is done with the chunk
+  // that last used this buffer.
+  bool copy_in_next() {
+    if (next_in_ >= chunks_ || next_in_ >= next_out_ + depth_) return false;
+    const std::uint64_t g = g0_ + next_in_;
+    if (g >= depth_ && !node_.all_at_least(&ShmRankControl::copied, g - depth_ + 1)) return false;
+    const Range c = chunk_of(next_in_);
+    wait_input(a_, c.offset * esize_, c.count * esize_);  // (my own slice is read from here too)
+    // The peers need my input except the slice I reduce myself.
+    const Range mine = owner_ ? slice_of(next_in_, me_) : Range{c.count, 0};
+    std::memcpy(chunk(me_, g), in_ + c.offset * esize_, mine.offset * esize_);
+    const std::size_t rest = mine.offset + mine.count;
+    std::memcpy(chunk(me_, g) + rest * esize_, in_ + (c.offset + rest) * esize_, (c.count - rest) * esize_);
+    node_.control(me_).in_ready.publish(g + 1);
+    ++next_in_;
+    return true;
+  }
+
+  // Copies the chunk out once every slice of it is reduced.
+  bool copy_out_next() {
+    if (next_out_ >= next_reduce_) return false;
+    const std::uint64_t g = g0_ + next_out_;
+    for (int r = 0; r < slices_; ++r)
+      if (node_.control(r).out_ready.load() < g + 1) return false;
+    ctx_.on_phase(Phase::Allgather, static_cast<int>(next_out_));
+    const Range c = chunk_of(next_out_);
+    for (int r = 0; r < slices_; ++r) {
+      if (r == me_ && !multi_) continue;  // reduced straight into my output
+      const Range s = slice_of(next_out_, r);
+      std::memcpy(out_ + (c.offset + s.offset) * esize_, chunk(r, g) + s.offset * esize_, s.count * esize_);
+    }
+    retain_part(a_, c.offset * esize_, c.count * esize_);
+    node_.control(me_).copied.publish(g + 1);
+    ++next_out_;
+    return true;
+  }
+
+  ShmNode& node_;
+  const AllreduceArgs& a_;
+  WaitContext& ctx_;
+  const std::size_t esize_, chunk_bytes_, chunk_elems_, chunks_, depth_;
+  const int me_, n_;
+  const bool multi_;
+  const int slices_;
+  const bool owner_;
+  const std::uint64_t g0_;
+  const std::byte* const in_;
+  std::byte* const out_;
+  const std::size_t stage_bytes_;
+  std::vector<const void*> srcs_;
+  std::optional<RingStream> across_;
+  std::vector<std::byte> stage_;
+  std::size_t next_in_ = 0, next_reduce_ = 0, next_out_ = 0;
+  std::uint64_t next_across_ = 0;  // pieces whose trip across the nodes is over
+};
+
+void pipelined(ShmNode& node, Channel* inter, const Layout& h, const AllreduceArgs& a,
+               const ShmCallPlan& plan, WaitContext& ctx) {
+  ShmPipeline(node, inter, h, a, plan, ctx).run();
 }
 
 // Waits, once this rank is done, until every local rank is done with `call`,

@@ -193,112 +193,143 @@ std::size_t parse_count(const std::string& name, const std::string& value) {
   return static_cast<std::size_t>(std::stoul(value));
 }
 
-}  // namespace
-
-Settings Options::resolve() const {
-  Settings s;
-  const Source<std::size_t> sizes{read_environment};
-  const Source<double> seconds{read_environment};
-  const Source<bool> flags{read_environment};
-  const Source<std::string> texts{read_environment};
-  const char* const positive_seconds = "a non-negative number of seconds";
-
-  sizes.take(s.chunk_bytes, chunk_bytes, "chunk_bytes", "RINGMEND_CHUNK_BYTES", parse_size,
+// The collectives' sizes.
+void resolve_collectives(const Options& o, Settings& s) {
+  const Source<std::size_t> sizes{o.read_environment};
+  sizes.take(s.chunk_bytes, o.chunk_bytes, "chunk_bytes", "RINGMEND_CHUNK_BYTES", parse_size,
              size_between(4 * KiB, 1024 * MiB), "a size between 4K and 1G");
-  sizes.take(s.small_bytes, small_bytes, "small_bytes", "RINGMEND_SMALL_BYTES", parse_size,
+  sizes.take(s.small_bytes, o.small_bytes, "small_bytes", "RINGMEND_SMALL_BYTES", parse_size,
              size_between(0, 1 * MiB), "a size up to 1M");
-  seconds.take(s.timeout_seconds, timeout_seconds, "timeout_seconds", "RINGMEND_TIMEOUT", parse_seconds,
+}
+
+// The bounds on waits, and what a stuck member or a straggler costs.
+void resolve_timeouts(const Options& o, Settings& s) {
+  const Source<std::size_t> sizes{o.read_environment};
+  const Source<double> seconds{o.read_environment};
+  const char* const positive_seconds = "a non-negative number of seconds";
+  seconds.take(s.timeout_seconds, o.timeout_seconds, "timeout_seconds", "RINGMEND_TIMEOUT", parse_seconds,
                non_negative, positive_seconds);
-  seconds.take(s.hang_timeout_seconds, hang_timeout_seconds, "hang_timeout_seconds", "RINGMEND_HANG_TIMEOUT",
-               parse_seconds, non_negative, positive_seconds);
-  const Source<HangPolicy> hang_policies{read_environment};
+  seconds.take(s.hang_timeout_seconds, o.hang_timeout_seconds, "hang_timeout_seconds",
+               "RINGMEND_HANG_TIMEOUT", parse_seconds, non_negative, positive_seconds);
+  const Source<HangPolicy> hang_policies{o.read_environment};
   hang_policies.take(
-      s.hang_policy, hang_policy, "hang_policy", "RINGMEND_HANG_POLICY", parse_hang_policy,
+      s.hang_policy, o.hang_policy, "hang_policy", "RINGMEND_HANG_POLICY", parse_hang_policy,
       [](const HangPolicy& p) { return p == HangPolicy::Exclude || p == HangPolicy::Fail; },
       "exclude or fail");
-  const Source<StragglerPolicy> straggler_policies{read_environment};
+  const Source<StragglerPolicy> straggler_policies{o.read_environment};
   straggler_policies.take(
-      s.straggler_policy, straggler_policy, "straggler_policy", "RINGMEND_STRAGGLER_POLICY",
+      s.straggler_policy, o.straggler_policy, "straggler_policy", "RINGMEND_STRAGGLER_POLICY",
       parse_straggler_policy,
       [](const StragglerPolicy& p) {
         return p == StragglerPolicy::Off || p == StragglerPolicy::Report || p == StragglerPolicy::Release;
       },
       "off, report or release");
-  sizes.take(s.straggler_window, straggler_window, "straggler_window", "RINGMEND_STRAGGLER_WINDOW",
+  sizes.take(s.straggler_window, o.straggler_window, "straggler_window", "RINGMEND_STRAGGLER_WINDOW",
              parse_count, size_between(2, 1 << 24), "a number of calls, 2 or more");
-  const Source<double> fractions{read_environment};
+  const Source<double> fractions{o.read_environment};
   fractions.take(
-      s.straggler_fraction, straggler_fraction, "straggler_fraction", "RINGMEND_STRAGGLER_FRACTION",
+      s.straggler_fraction, o.straggler_fraction, "straggler_fraction", "RINGMEND_STRAGGLER_FRACTION",
       parse_fraction, [](const double& v) { return v >= 0.01 && v <= 1; }, "a fraction between 0.01 and 1");
-  seconds.take(s.recovery_timeout_seconds, recovery_timeout_seconds, "recovery_timeout_seconds",
+  seconds.take(s.recovery_timeout_seconds, o.recovery_timeout_seconds, "recovery_timeout_seconds",
                "RINGMEND_RECOVERY_TIMEOUT", parse_seconds, non_negative, positive_seconds);
   seconds.take(
-      s.heartbeat_timeout_seconds, heartbeat_timeout_seconds, "heartbeat_timeout_seconds",
+      s.heartbeat_timeout_seconds, o.heartbeat_timeout_seconds, "heartbeat_timeout_seconds",
       "RINGMEND_HEARTBEAT_TIMEOUT", parse_seconds, [](const double& v) { return v >= 0.01 && v <= 3600; },
       "between 0.01 and 3600 seconds");
-  seconds.take(s.start_timeout_seconds, start_timeout_seconds, "start_timeout_seconds",
+  seconds.take(s.start_timeout_seconds, o.start_timeout_seconds, "start_timeout_seconds",
                "RINGMEND_START_TIMEOUT", parse_seconds, non_negative, positive_seconds);
-  seconds.take(s.finalize_timeout_seconds, finalize_timeout_seconds, "finalize_timeout_seconds",
+  seconds.take(s.finalize_timeout_seconds, o.finalize_timeout_seconds, "finalize_timeout_seconds",
                "RINGMEND_FINALIZE_TIMEOUT", parse_seconds, non_negative, positive_seconds);
-  seconds.take(s.mpi_finalize_timeout_seconds, mpi_finalize_timeout_seconds, "mpi_finalize_timeout_seconds",
+  seconds.take(s.mpi_finalize_timeout_seconds, o.mpi_finalize_timeout_seconds, "mpi_finalize_timeout_seconds",
                "RINGMEND_MPI_FINALIZE_TIMEOUT", parse_seconds, non_negative, positive_seconds);
-  sizes.take(s.spares, spares, "spares", "RINGMEND_SPARES", parse_count, size_between(0, 1 << 20),
+}
+
+// The membership: spares, joiners, the backend.
+void resolve_membership(const Options& o, Settings& s) {
+  const Source<std::size_t> sizes{o.read_environment};
+  const Source<bool> flags{o.read_environment};
+  const Source<std::string> texts{o.read_environment};
+  sizes.take(s.spares, o.spares, "spares", "RINGMEND_SPARES", parse_count, size_between(0, 1 << 20),
              "a number of spare processes, 0 or more");
-  flags.take(s.join, join, "join", "RINGMEND_JOIN", parse_bool, any_bool, "a boolean");
-  const Source<SparePolicy> policies{read_environment};
+  flags.take(s.join, o.join, "join", "RINGMEND_JOIN", parse_bool, any_bool, "a boolean");
+  const Source<SparePolicy> policies{o.read_environment};
   policies.take(
-      s.spare_policy, spare_policy, "spare_policy", "RINGMEND_SPARE_POLICY", parse_spare_policy,
+      s.spare_policy, o.spare_policy, "spare_policy", "RINGMEND_SPARE_POLICY", parse_spare_policy,
       [](const SparePolicy& p) { return p == SparePolicy::Replace || p == SparePolicy::Shrink; },
       "replace or shrink");
-  const Source<MembershipBackend> backends{read_environment};
+  const Source<MembershipBackend> backends{o.read_environment};
   backends.take(
-      s.membership, membership, "membership", "RINGMEND_MEMBERSHIP", parse_membership,
+      s.membership, o.membership, "membership", "RINGMEND_MEMBERSHIP", parse_membership,
       [](const MembershipBackend& b) {
         return b == MembershipBackend::Auto || b == MembershipBackend::Native || b == MembershipBackend::Mpi;
       },
       "auto, native or mpi");
-  texts.take(s.control_interface, control_interface, "control_interface", "RINGMEND_CONTROL_INTERFACE",
+  texts.take(s.control_interface, o.control_interface, "control_interface", "RINGMEND_CONTROL_INTERFACE",
              parse_text, any_text, "a network interface name");
-  flags.take(s.shm, shm, "shm", "RINGMEND_SHM", parse_bool, any_bool, "a boolean");
-  sizes.take(s.shm_chunk_bytes, shm_chunk_bytes, "shm_chunk_bytes", "RINGMEND_SHM_CHUNK_BYTES", parse_size,
+}
+
+// Shared memory inside a node.
+void resolve_shared_memory(const Options& o, Settings& s) {
+  const Source<std::size_t> sizes{o.read_environment};
+  const Source<bool> flags{o.read_environment};
+  flags.take(s.shm, o.shm, "shm", "RINGMEND_SHM", parse_bool, any_bool, "a boolean");
+  sizes.take(s.shm_chunk_bytes, o.shm_chunk_bytes, "shm_chunk_bytes", "RINGMEND_SHM_CHUNK_BYTES", parse_size,
              size_between(4 * KiB, 64 * MiB), "a size between 4K and 64M");
-  sizes.take(s.shm_depth, shm_depth, "shm_depth", "RINGMEND_SHM_DEPTH", parse_count, size_between(1, 64),
+  sizes.take(s.shm_depth, o.shm_depth, "shm_depth", "RINGMEND_SHM_DEPTH", parse_count, size_between(1, 64),
              "a number of chunk buffers between 1 and 64");
-  sizes.take(s.shm_buffer_bytes, shm_buffer_bytes, "shm_buffer_bytes", "RINGMEND_SHM_BUFFER_BYTES",
+  sizes.take(s.shm_buffer_bytes, o.shm_buffer_bytes, "shm_buffer_bytes", "RINGMEND_SHM_BUFFER_BYTES",
              parse_size, size_between(4 * KiB, 1024 * MiB), "a size between 4K and 1G");
   // A chunk or depth asked for is a geometry pinned: no measuring, unless
   // tuning is asked for too.
-  const bool pinned = shm_chunk_bytes || shm_depth ||
-                      (read_environment && (env("RINGMEND_SHM_CHUNK_BYTES") || env("RINGMEND_SHM_DEPTH")));
+  const bool pinned = o.shm_chunk_bytes || o.shm_depth ||
+                      (o.read_environment && (env("RINGMEND_SHM_CHUNK_BYTES") || env("RINGMEND_SHM_DEPTH")));
   s.shm_tune = !pinned;
-  flags.take(s.shm_tune, shm_tune, "shm_tune", "RINGMEND_SHM_TUNE", parse_bool, any_bool, "a boolean");
+  flags.take(s.shm_tune, o.shm_tune, "shm_tune", "RINGMEND_SHM_TUNE", parse_bool, any_bool, "a boolean");
   // The fixed geometry always fits.
   s.shm_buffer_bytes = std::max(s.shm_buffer_bytes, s.shm_chunk_bytes * s.shm_depth);
-  sizes.take(s.shm_p2p_slot_bytes, shm_p2p_slot_bytes, "shm_p2p_slot_bytes", "RINGMEND_SHM_P2P_SLOT_BYTES",
+  sizes.take(s.shm_p2p_slot_bytes, o.shm_p2p_slot_bytes, "shm_p2p_slot_bytes", "RINGMEND_SHM_P2P_SLOT_BYTES",
              parse_size, size_between(4 * KiB, 64 * MiB), "a size between 4K and 64M");
-  sizes.take(s.shm_p2p_slots, shm_p2p_slots, "shm_p2p_slots", "RINGMEND_SHM_P2P_SLOTS", parse_count,
+  sizes.take(s.shm_p2p_slots, o.shm_p2p_slots, "shm_p2p_slots", "RINGMEND_SHM_P2P_SLOTS", parse_count,
              size_between(2, 1024), "a number of slots between 2 and 1024");
-  flags.take(s.ucx_workers_ahead, ucx_workers_ahead, "ucx_workers_ahead", "RINGMEND_UCX_WORKERS_AHEAD",
+}
+
+// Transports, GPU, the test bed's nodes, logging and fault injection.
+void resolve_rest(const Options& o, Settings& s) {
+  const Source<std::size_t> sizes{o.read_environment};
+  const Source<bool> flags{o.read_environment};
+  const Source<std::string> texts{o.read_environment};
+  flags.take(s.ucx_workers_ahead, o.ucx_workers_ahead, "ucx_workers_ahead", "RINGMEND_UCX_WORKERS_AHEAD",
              parse_bool, any_bool, "a boolean");
-  flags.take(s.nccl, nccl, "nccl", "RINGMEND_NCCL", parse_bool, any_bool, "a boolean");
-  flags.take(s.nccl_shrink, nccl_shrink, "nccl_shrink", "RINGMEND_NCCL_SHRINK", parse_bool, any_bool,
+  flags.take(s.nccl, o.nccl, "nccl", "RINGMEND_NCCL", parse_bool, any_bool, "a boolean");
+  flags.take(s.nccl_shrink, o.nccl_shrink, "nccl_shrink", "RINGMEND_NCCL_SHRINK", parse_bool, any_bool,
              "a boolean");
-  sizes.take(s.test_ranks_per_node, test_ranks_per_node, "test_ranks_per_node",
+  sizes.take(s.test_ranks_per_node, o.test_ranks_per_node, "test_ranks_per_node",
              "RINGMEND_TEST_RANKS_PER_NODE", parse_count, size_between(0, 1 << 20),
              "a number of ranks per node, 0 for the real nodes");
-  flags.take(s.verbose, verbose, "verbose", "RINGMEND_VERBOSE", parse_bool, any_bool, "a boolean");
+  flags.take(s.verbose, o.verbose, "verbose", "RINGMEND_VERBOSE", parse_bool, any_bool, "a boolean");
   // RINGMEND_VERBOSE=1 is the older spelling of debug; a level given wins.
   if (s.verbose) s.log_level = LogLevel::Debug;
-  const Source<LogLevel> levels{read_environment};
+  const Source<LogLevel> levels{o.read_environment};
   levels.take(
-      s.log_level, log_level, "log_level", "RINGMEND_LOG", parse_log_level,
+      s.log_level, o.log_level, "log_level", "RINGMEND_LOG", parse_log_level,
       [](const LogLevel& l) { return l >= LogLevel::Error && l <= LogLevel::Debug; },
       "error, warn, info or debug");
-  flags.take(s.debug_topo, debug_topo, "debug_topo", "RINGMEND_DEBUG", parse_debug_topo, any_bool,
+  flags.take(s.debug_topo, o.debug_topo, "debug_topo", "RINGMEND_DEBUG", parse_debug_topo, any_bool,
              "a comma-separated list of: topo");
-  texts.take(s.fault_spec, fault_spec, "fault_spec", "RINGMEND_FAULT", parse_text, any_text, "a rule list");
-  texts.take(s.fault_record, fault_record, "fault_record", "RINGMEND_FAULT_RECORD", parse_text, any_text,
+  texts.take(s.fault_spec, o.fault_spec, "fault_spec", "RINGMEND_FAULT", parse_text, any_text, "a rule list");
+  texts.take(s.fault_record, o.fault_record, "fault_record", "RINGMEND_FAULT_RECORD", parse_text, any_text,
              "a file name");
+}
+
+}  // namespace
+
+Settings Options::resolve() const {
+  Settings s;
+  resolve_collectives(*this, s);
+  resolve_timeouts(*this, s);
+  resolve_membership(*this, s);
+  resolve_shared_memory(*this, s);
+  resolve_rest(*this, s);
   return s;
 }
 

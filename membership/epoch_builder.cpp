@@ -67,6 +67,35 @@ void EpochBuilder::step_done(BuildStep step, const Epoch& e) {
   if (after_step) after_step(step, e);
 }
 
+namespace {
+
+// The work before an epoch's agreement (a grow's state transfer); false
+// when it failed here, which fails the build on every member.
+bool run_before_agreement(Epoch& e, const EpochBuilder::BeforeAgreement& hook, bool& took_part) {
+  try {
+    took_part = hook(e);
+    return true;
+  } catch (const transport::Interrupted&) {
+    return false;
+  } catch (const transport::Mismatch&) {
+    return false;
+  } catch (const Error&) {  // a deadline: a failed build, not one rank gone with the others waiting
+    return false;
+  }
+}
+
+// RINGMEND_DEBUG=topo: the epoch's data path, from its first rank.
+void print_data_path(const Epoch& e) {
+  std::vector<topo::Location> where;
+  for (const auto& i : e.infos) where.push_back(i.where);
+  std::fprintf(stderr, "[ringmend topo] epoch %llu, %s data path\n%s",
+               static_cast<unsigned long long>(e.number),
+               e.layout.node_shm ? "hierarchical (shared memory + UCX rails)" : "flat UCX ring",
+               topo::describe(e.plan, where, e.members).c_str());
+}
+
+}  // namespace
+
 std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transition, MemberInfo mine,
                                            const BeforeAgreement& before_agreement) {
   auto e = std::make_unique<Epoch>();
@@ -74,15 +103,7 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   lap_start_ = now_seconds();
   const bool start = std::holds_alternative<Start>(transition);
   const std::vector<MemberId>* lost = nullptr;
-  if (auto* first = std::get_if<Start>(&transition)) {
-    e->ctrl = std::move(first->members);
-  } else if (auto* shrink = std::get_if<Shrink>(&transition)) {
-    e->ctrl = std::move(shrink->survivors);
-    lost = &shrink->lost;
-  } else {
-    e->ctrl = std::move(std::get<Grow>(transition).grown);
-  }
-  if (!e->ctrl) throw std::logic_error("epoch builder: a transition without its control group");
+  e->ctrl = take_control(transition, lost);
   Control& ctrl = *e->ctrl;
   e->rank = ctrl.rank();
   e->size = ctrl.size();
@@ -109,15 +130,7 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
     // peers in it would wait for it: it fails the build (see no_shm_).
     ok = shm_error.empty();
     ctrl.watch();
-    try {
-      if (ok) took_part = before_agreement(*e);
-    } catch (const transport::Interrupted&) {
-      ok = false;
-    } catch (const transport::Mismatch&) {
-      ok = false;
-    } catch (const Error&) {  // a deadline: a failed build, not one rank gone with the others waiting
-      ok = false;
-    }
+    if (ok) ok = run_before_agreement(*e, before_agreement, took_part);
   }
   if (!ok) ctrl.revoke();  // make sure nobody waits for this rank
   // Agreement makes the outcome uniform: either every member goes on with
@@ -150,15 +163,25 @@ std::unique_ptr<Epoch> EpochBuilder::build(const Epoch* from, Transition transit
   e->ready = agreed && (flag & 1);
   if (!e->ready) return e;
   ctrl.watch();
-  if (settings_.debug_topo && e->rank == 0) {
-    std::vector<topo::Location> where;
-    for (const auto& i : e->infos) where.push_back(i.where);
-    std::fprintf(stderr, "[ringmend topo] epoch %llu, %s data path\n%s",
-                 static_cast<unsigned long long>(e->number),
-                 e->layout.node_shm ? "hierarchical (shared memory + UCX rails)" : "flat UCX ring",
-                 topo::describe(e->plan, where, e->members).c_str());
-  }
+  if (settings_.debug_topo && e->rank == 0) print_data_path(*e);
   return e;
+}
+
+// The new epoch's control group, taken from the transition (and, after a
+// failure, the members lost).
+std::unique_ptr<Control> EpochBuilder::take_control(Transition& transition,
+                                                    const std::vector<MemberId>*& lost) {
+  std::unique_ptr<Control> ctrl;
+  if (auto* first = std::get_if<Start>(&transition)) {
+    ctrl = std::move(first->members);
+  } else if (auto* shrink = std::get_if<Shrink>(&transition)) {
+    ctrl = std::move(shrink->survivors);
+    lost = &shrink->lost;
+  } else {
+    ctrl = std::move(std::get<Grow>(transition).grown);
+  }
+  if (!ctrl) throw std::logic_error("epoch builder: a transition without its control group");
+  return ctrl;
 }
 
 namespace {

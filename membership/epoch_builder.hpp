@@ -122,6 +122,7 @@ class EpochBuilder {
   void set_host(int host) { host_ = host; }
 
  private:
+  static std::unique_ptr<Control> take_control(Transition& transition, const std::vector<MemberId>*& lost);
   // `joining`: a Grow's joiner; `spare`: one of the world's spares;
   // `gathered`: the exchange made already (Grow::infos, taken), or null.
   bool exchange(Epoch& e, const Epoch* from, MemberInfo mine, bool start, bool joining, bool spare,

@@ -144,6 +144,85 @@ std::string UlfmSparePool::laps() const {
   return text;
 }
 
+// The pool itself is the new epoch's communicator, in its own order, and
+// the application's ranks go with it (RoundOutcome::positions). No
+// communicator to agree on: across nodes a split cost as much as the shrink.
+RoundOutcome UlfmSparePool::lend_whole_pool(RosterDecision& d, const std::vector<RosterEntry>& roster,
+                                            bool lend_to_joiners) {
+  RoundOutcome& out = d.out;
+  const int size = static_cast<int>(roster.size());
+  out.positions.resize(static_cast<std::size_t>(size));
+  for (int m : d.members)
+    out.positions[static_cast<std::size_t>(m)] = roster[static_cast<std::size_t>(m)].entry.position;
+  for (int j = 0; j < out.joiners; ++j)
+    out.positions[static_cast<std::size_t>(d.spares[static_cast<std::size_t>(j)])] =
+        d.holes[static_cast<std::size_t>(j)];
+  // The roster as the epoch's exchange, when no agreement was made on
+  // it (with joiners, hence spares: every process knows its node's
+  // host). A lend without joiners builds its own, if it builds.
+  if (lend_to_joiners)
+    for (const RosterEntry& e : roster) out.infos.push_back(e.info);
+  out.grown = std::make_unique<UlfmControl>(pool_.share());
+  lent_ = true;
+  member_ranks_.resize(static_cast<std::size_t>(size));
+  std::iota(member_ranks_.begin(), member_ranks_.end(), 0);
+  spares_left_ = 0;
+  return std::move(out);
+}
+
+// The members and joiners split off the pool into the new epoch's
+// communicator (and the leavers out of the pool); nullopt when the split
+// was not agreed on: another round.
+std::optional<RoundOutcome> UlfmSparePool::split_off(RosterDecision& d,
+                                                     const std::vector<RosterEntry>& roster, int rank,
+                                                     int attempt) {
+  RoundOutcome& out = d.out;
+  const int size = static_cast<int>(roster.size());
+  bool ok = false;
+  ulfm::CommHandle grown = split(d.in_grown ? 0 : MPI_UNDEFINED, d.position, ok);
+  // Members that leave leave the pool too: a later round must not wait
+  // for a process that takes no part in it. With no spare left waiting,
+  // the processes that stay are exactly the new epoch's: the pool is
+  // lent to it (no second communicator of the same processes; after a
+  // failure while that epoch was built, Open MPI 5.0.7's shrink of such
+  // a second communicator was seen to hang in its context-id agreement).
+  const bool lend_after = !d.leaving.empty() && out.spares_left == 0;
+  ulfm::CommHandle rest;
+  if (!d.leaving.empty() && !lend_after) {
+    bool rest_ok = false;
+    rest = split(out.left ? MPI_UNDEFINED : 0, rank, rest_ok);
+    ok = ok && rest_ok;
+  }
+  if (!agreed(ok, attempt, "splitting the members and joiners off the pool")) return std::nullopt;
+  // The roster as the epoch's exchange, in the split's order (by key: a
+  // position, unique), when every process knows its node's host.
+  if (grown && host_ >= 0)
+    for (const auto& [position, r] : d.grown) out.infos.push_back(roster[static_cast<std::size_t>(r)].info);
+  member_ranks_ = d.members;
+  member_ranks_.insert(member_ranks_.end(), d.spares.begin(), d.spares.begin() + out.joiners);
+  std::sort(member_ranks_.begin(), member_ranks_.end());
+  spares_left_ = out.spares_left;
+  if (lend_after) {
+    // The new epoch's communicator, in its order (by position): every
+    // process of it a member.
+    pool_ = grown.share();  // null on a member that left
+    lent_ = static_cast<bool>(pool_);
+    std::iota(member_ranks_.begin(), member_ranks_.end(), 0);
+  } else if (!d.leaving.empty()) {
+    // Pool ranks renumbered without the leavers (the split kept the order).
+    std::vector<int> gone;
+    for (int r = 0; r < size; ++r) {
+      const PoolEntry& e = roster[static_cast<std::size_t>(r)].entry;
+      if (e.id != kNoMember && e.leaving) gone.push_back(r);
+    }
+    for (int& r : member_ranks_)
+      r -= static_cast<int>(std::lower_bound(gone.begin(), gone.end(), r) - gone.begin());
+    pool_ = std::move(rest);  // null on a member that left
+  }
+  if (grown) out.grown = std::make_unique<UlfmControl>(std::move(grown));
+  return std::move(out);
+}
+
 RoundOutcome UlfmSparePool::round(const PoolEntry& mine, const MemberInfo& info) {
   shrink_seconds_ = roster_seconds_ = split_seconds_ = 0;
   for (int attempt = 0;; ++attempt) {
@@ -202,74 +281,9 @@ RoundOutcome UlfmSparePool::round(const PoolEntry& mine, const MemberInfo& info)
       spares_left_ = static_cast<int>(d.spares.size());
       return std::move(out);
     }
-    if (d.whole_pool) {
-      // The pool itself is the new epoch's communicator, in its own order,
-      // and the application's ranks go with it (RoundOutcome::positions).
-      // No communicator to agree on: across nodes a split cost as much as
-      // the shrink.
-      out.positions.resize(static_cast<std::size_t>(size));
-      for (int m : d.members)
-        out.positions[static_cast<std::size_t>(m)] = roster[static_cast<std::size_t>(m)].entry.position;
-      for (int j = 0; j < out.joiners; ++j)
-        out.positions[static_cast<std::size_t>(d.spares[static_cast<std::size_t>(j)])] =
-            d.holes[static_cast<std::size_t>(j)];
-      // The roster as the epoch's exchange, when no agreement was made on
-      // it (with joiners, hence spares: every process knows its node's
-      // host). A lend without joiners builds its own, if it builds.
-      if (lend_to_joiners)
-        for (const RosterEntry& e : roster) out.infos.push_back(e.info);
-      out.grown = std::make_unique<UlfmControl>(pool_.share());
-      lent_ = true;
-      member_ranks_.resize(static_cast<std::size_t>(size));
-      std::iota(member_ranks_.begin(), member_ranks_.end(), 0);
-      spares_left_ = 0;
-      return std::move(out);
-    }
-    bool ok = false;
-    ulfm::CommHandle grown = split(d.in_grown ? 0 : MPI_UNDEFINED, d.position, ok);
-    // Members that leave leave the pool too: a later round must not wait
-    // for a process that takes no part in it. With no spare left waiting,
-    // the processes that stay are exactly the new epoch's: the pool is
-    // lent to it (no second communicator of the same processes; after a
-    // failure while that epoch was built, Open MPI 5.0.7's shrink of such
-    // a second communicator was seen to hang in its context-id agreement).
-    const bool lend_after = !d.leaving.empty() && out.spares_left == 0;
-    ulfm::CommHandle rest;
-    if (!d.leaving.empty() && !lend_after) {
-      bool rest_ok = false;
-      rest = split(out.left ? MPI_UNDEFINED : 0, rank, rest_ok);
-      ok = ok && rest_ok;
-    }
-    const bool split_agreed = agreed(ok, attempt, "splitting the members and joiners off the pool");
-    add_lap(split_seconds_);
-    if (!split_agreed) continue;
-    // The roster as the epoch's exchange, in the split's order (by key: a
-    // position, unique), when every process knows its node's host.
-    if (grown && host_ >= 0)
-      for (const auto& [position, r] : d.grown) out.infos.push_back(roster[static_cast<std::size_t>(r)].info);
-    member_ranks_ = d.members;
-    member_ranks_.insert(member_ranks_.end(), d.spares.begin(), d.spares.begin() + out.joiners);
-    std::sort(member_ranks_.begin(), member_ranks_.end());
-    spares_left_ = out.spares_left;
-    if (lend_after) {
-      // The new epoch's communicator, in its order (by position): every
-      // process of it a member.
-      pool_ = grown.share();  // null on a member that left
-      lent_ = static_cast<bool>(pool_);
-      std::iota(member_ranks_.begin(), member_ranks_.end(), 0);
-    } else if (!d.leaving.empty()) {
-      // Pool ranks renumbered without the leavers (the split kept the order).
-      std::vector<int> gone;
-      for (int r = 0; r < size; ++r) {
-        const PoolEntry& e = roster[static_cast<std::size_t>(r)].entry;
-        if (e.id != kNoMember && e.leaving) gone.push_back(r);
-      }
-      for (int& r : member_ranks_)
-        r -= static_cast<int>(std::lower_bound(gone.begin(), gone.end(), r) - gone.begin());
-      pool_ = std::move(rest);  // null on a member that left
-    }
-    if (grown) out.grown = std::make_unique<UlfmControl>(std::move(grown));
-    return std::move(out);
+    if (d.whole_pool) return lend_whole_pool(d, roster, lend_to_joiners);
+    if (std::optional<RoundOutcome> split_out = split_off(d, roster, rank, attempt))
+      return std::move(*split_out);
   }
 }
 

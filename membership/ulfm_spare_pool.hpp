@@ -22,9 +22,11 @@
 
 #include <mpi.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "membership/pool_roster.hpp"
 #include "membership/spare_pool.hpp"
 #include "ulfm/ulfm.hpp"
 
@@ -61,6 +63,12 @@ class UlfmSparePool final : public SparePool {
   // Replaces the pool by its live processes (`from` is the world at first);
   // false, to go round again, when a process died meanwhile.
   bool shrink_to_live(MPI_Comm from, int attempt);
+  // round()'s two ends: the whole pool lent to the new epoch, or the
+  // members and joiners split off it.
+  RoundOutcome lend_whole_pool(RosterDecision& d, const std::vector<RosterEntry>& roster,
+                               bool lend_to_joiners);
+  std::optional<RoundOutcome> split_off(RosterDecision& d, const std::vector<RosterEntry>& roster, int rank,
+                                        int attempt);
   // An agreement over the pool on `ok`: true when every process had it.
   bool agreed(int ok, int attempt, const char* what);
   ulfm::CommHandle split(int color, int key, bool& ok);

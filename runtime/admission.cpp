@@ -139,7 +139,14 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving, bo
     if (build_grown(round, joiner_next_seq, mine)) break;
     log("a failure interrupted a round of the pool; another round");
   }
-  // One change for the application: from the membership it saw to this one.
+  announce_regroup(released, start, pool_seconds, joiner_next_seq);
+  return true;
+}
+
+// One change for the application, from the membership it saw to the one a
+// regroup made, and the operator's line.
+void Communicator::Impl::announce_regroup(std::vector<int> released, Clock::time_point start,
+                                          double pool_seconds, std::uint64_t joiner_next_seq) {
   MembershipChange change = pending_.value_or(MembershipChange{});
   if (!pending_) change.old_epoch = view_.number, change.old_size = view_.size;
   change.new_epoch = epoch_->number;
@@ -181,7 +188,6 @@ bool Communicator::Impl::regroup(std::uint64_t joiner_next_seq, bool leaving, bo
                              std::to_string(spares) + (spares == 1 ? " spare" : " spares") +
                              " left; rebuild steps: " + builder_.laps());
   }
-  return true;
 }
 
 Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
@@ -193,91 +199,106 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
     if (!from) from = attempt_.get();
     retired_.push_back(std::move(attempt_));
   }
-  const std::uint64_t old_epoch = from->number;
-  std::vector<membership::MemberId> old_members = from->members;
-  std::vector<membership::MemberInfo> old_infos = from->infos;
-  if (!epoch_ && (old_members.empty() || old_infos.size() != old_members.size())) {
-    old_members = from->ctrl->world_ranks();  // its exchange failed: the first members are world ranks
-    old_infos.clear();
+  PoolRecovery r;
+  r.old_epoch = from->number;
+  r.old_members = from->members;
+  r.old_infos = from->infos;
+  if (!epoch_ && (r.old_members.empty() || r.old_infos.size() != r.old_members.size())) {
+    r.old_members = from->ctrl->world_ranks();  // its exchange failed: the first members are world ranks
+    r.old_infos.clear();
   }
-  const int old_size = from->ctrl->size();
+  r.old_size = from->ctrl->size();
+  r.start = start;
+  r.shrink_seconds = r.pool_seconds = settled;
   stop_device_collectives();
   log_failure_noticed(mine, cause);
-  double shrink_seconds = settled, pool_seconds = settled, rebuild_seconds = 0;
-  int attempts = 0;
-  bool held = false;
-  for (int attempt = 0;; ++attempt) {
-    start_recovery_attempt(start, attempt, old_epoch);
-    // Stop using the epoch's channels (kept open until the next epoch is
-    // agreed), and revoke it: a member waiting in them learns of the
-    // recovery from the revoke, and the spares from the pool's (the round).
-    from->retire();
-    from->ctrl->revoke();
-    membership::PoolEntry entry = epoch_ ? member_entry(mine.seq) : first_member_entry(*from, mine.seq);
-    // A joiner resumes inside this collective: not one that errs, that some
-    // member has finished or that the application did not make itself.
-    // At start-up (no epoch yet: the native membership's first build
-    // failed here) the application has registered no state for a joiner.
-    entry.hold = mine.errc >= 0 || mine.finalizing || requesting_ || holding_spares_ || !epoch_ ? 1 : 0;
-    entry.needs = call_root_;
-    entry.recovering = 1;
-    // Policy shrink (the native membership recovers through the pool with
-    // it too): a spare replaces nobody; joiners still grow the job.
-    if (settings_.spare_policy != SparePolicy::Replace) entry.target_size = 0;
-    const auto round_start = Clock::now();
-    membership::RoundOutcome round = pool_round(entry, mine);
-    pool_seconds += seconds_since(round_start);
-    shrink_seconds += pool_->shrink_seconds();
-    attempts = attempt + 1;
-    // Members that came for something else join this recovery: again.
-    if (round.recovery_first) continue;
-    if (!round.grown)
-      throw Error(Errc::Internal, "recovery: the spare pool's round gave this member no membership");
-    target_size_ = round.target_size;
-    held = round.held;
-    if (faults_.armed()) faults_.at(FaultPhase::Rebuild, current_seq_, attempt, old_epoch);
-    if (round.joiners > 0 && faults_.armed()) faults_.at(FaultPhase::Admit, current_seq_, attempt, old_epoch);
-    const auto rebuild_start = Clock::now();
-    // The joiners' first call is the one the members are in.
-    const bool built = build_grown(round, static_cast<std::uint64_t>(mine.seq), mine);
-    rebuild_seconds += seconds_since(rebuild_start);
-    if (built) break;
-    log("a failure interrupted the rebuild; recovering again");
+  for (int attempt = 0; !pool_recovery_round(mine, *from, attempt, r); ++attempt) {
   }
   RecoveryOutcome out;
   out.infos = epoch_->infos;
   // A joiner has no collective state of its own: it starts in the members'.
   for (auto& info : out.infos)
     if (info.joining) info.seq = mine.seq, info.held[0] = info.held[1] = 0;
-  out.lost = missing_from(old_members, epoch_->members);
-  MembershipChange& change = out.change;
-  change.old_epoch = old_epoch;
+  out.lost = missing_from(r.old_members, epoch_->members);
+  out.change = recovered_through_pool(mine, cause, out.lost, r);
+  return out;
+}
+
+// One round of the pool in a recovery and the epoch it makes; true once
+// that epoch is ready on every member.
+bool Communicator::Impl::pool_recovery_round(const membership::MemberInfo& mine, membership::Epoch& from,
+                                             int attempt, PoolRecovery& r) {
+  start_recovery_attempt(r.start, attempt, r.old_epoch);
+  // Stop using the epoch's channels (kept open until the next epoch is
+  // agreed), and revoke it: a member waiting in them learns of the
+  // recovery from the revoke, and the spares from the pool's (the round).
+  from.retire();
+  from.ctrl->revoke();
+  membership::PoolEntry entry = epoch_ ? member_entry(mine.seq) : first_member_entry(from, mine.seq);
+  // A joiner resumes inside this collective: not one that errs, that some
+  // member has finished or that the application did not make itself.
+  // At start-up (no epoch yet: the native membership's first build
+  // failed here) the application has registered no state for a joiner.
+  entry.hold = mine.errc >= 0 || mine.finalizing || requesting_ || holding_spares_ || !epoch_ ? 1 : 0;
+  entry.needs = call_root_;
+  entry.recovering = 1;
+  // Policy shrink (the native membership recovers through the pool with
+  // it too): a spare replaces nobody; joiners still grow the job.
+  if (settings_.spare_policy != SparePolicy::Replace) entry.target_size = 0;
+  const auto round_start = Clock::now();
+  membership::RoundOutcome round = pool_round(entry, mine);
+  r.pool_seconds += seconds_since(round_start);
+  r.shrink_seconds += pool_->shrink_seconds();
+  r.attempts = attempt + 1;
+  // Members that came for something else join this recovery: again.
+  if (round.recovery_first) return false;
+  if (!round.grown)
+    throw Error(Errc::Internal, "recovery: the spare pool's round gave this member no membership");
+  target_size_ = round.target_size;
+  r.held = round.held;
+  if (faults_.armed()) faults_.at(FaultPhase::Rebuild, current_seq_, attempt, r.old_epoch);
+  if (round.joiners > 0 && faults_.armed()) faults_.at(FaultPhase::Admit, current_seq_, attempt, r.old_epoch);
+  const auto rebuild_start = Clock::now();
+  // The joiners' first call is the one the members are in.
+  const bool built = build_grown(round, static_cast<std::uint64_t>(mine.seq), mine);
+  r.rebuild_seconds += seconds_since(rebuild_start);
+  if (!built) log("a failure interrupted the rebuild; recovering again");
+  return built;
+}
+
+// The change a recovery through the pool made, and the operator's line.
+// Split as a recovery and an admission made one after the other would be:
+// the recovery proper (the round, the new epoch), then what admitting
+// added (the state sent to the joiners, inside the epoch's build).
+MembershipChange Communicator::Impl::recovered_through_pool(const membership::MemberInfo& mine,
+                                                            const std::string& cause,
+                                                            const std::vector<membership::MemberId>& lost,
+                                                            const PoolRecovery& r) {
+  MembershipChange change;
+  change.old_epoch = r.old_epoch;
   change.new_epoch = epoch_->number;
-  change.lost = out.lost;
-  change.joined = missing_from(epoch_->members, old_members);
-  change.old_size = old_size;
+  change.lost = lost;
+  change.joined = missing_from(epoch_->members, r.old_members);
+  change.old_size = r.old_size;
   change.new_size = epoch_->size;
   change.new_rank = epoch_->app_rank();
-  // Split as a recovery and an admission made one after the other would
-  // be: the recovery proper (the round, the new epoch), then what admitting
-  // added (the state sent to the joiners, inside the epoch's build).
   change.admit_seconds = change.joined.empty() ? 0 : state_seconds_;
-  change.recovery_seconds = seconds_since(start) - change.admit_seconds;
-  change.shrink_seconds = shrink_seconds;
-  change.rebuild_seconds = change.recovery_seconds - shrink_seconds;
+  change.recovery_seconds = seconds_since(r.start) - change.admit_seconds;
+  change.shrink_seconds = r.shrink_seconds;
+  change.rebuild_seconds = change.recovery_seconds - r.shrink_seconds;
   change.state_seconds = state_seconds_;
   change.state_bytes = state_bytes_;
-  change.attempts = attempts;
+  change.attempts = r.attempts;
   set_log_place(epoch_->my_id(), epoch_->number);
-  const std::string what = out.lost.empty() ? "rebuilt the epoch, no member lost,"
-                                            : std::string("recovered from the loss of member") +
-                                                  (out.lost.size() == 1 ? " " : "s ") +
-                                                  with_nodes(out.lost, old_members, old_infos);
+  const std::string what = lost.empty() ? "rebuilt the epoch, no member lost,"
+                                        : std::string("recovered from the loss of member") +
+                                              (lost.size() == 1 ? " " : "s ") +
+                                              with_nodes(lost, r.old_members, r.old_infos);
   std::string joiner_ids;
   for (int id : change.joined) joiner_ids += (joiner_ids.empty() ? "" : ", ") + std::to_string(id);
   const int spares = pool_->spares_left();
   const std::string admitted = change.joined.empty()
-                                   ? (held ? "; spares wait for the next call every member is in" : "")
+                                   ? (r.held ? "; spares wait for the next call every member is in" : "")
                                    : "; spare" + std::string(change.joined.size() == 1 ? " " : "s ") +
                                          joiner_ids + " admitted, " + std::to_string(spares) +
                                          (spares == 1 ? " spare" : " spares") + " left";
@@ -286,14 +307,14 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
       times, sizeof times,
       "in %.1f ms (pool round %.1f ms: %s; new epoch %.1f ms, of which sending the state %.1f ms here; %d "
       "attempt%s)",
-      (change.recovery_seconds + change.admit_seconds) * 1e3, pool_seconds * 1e3, pool_->laps().c_str(),
-      rebuild_seconds * 1e3, state_seconds_ * 1e3, attempts, attempts == 1 ? "" : "s");
+      (change.recovery_seconds + change.admit_seconds) * 1e3, r.pool_seconds * 1e3, pool_->laps().c_str(),
+      r.rebuild_seconds * 1e3, state_seconds_ * 1e3, r.attempts, r.attempts == 1 ? "" : "s");
   ringmend::log(epoch_->app_rank() == 0 ? LogLevel::Info : LogLevel::Debug,
                 what + " in collective #" + std::to_string(mine.seq) + " (noticed as: " + cause +
-                    "): " + std::to_string(old_size) + " -> " + std::to_string(epoch_->size) +
+                    "): " + std::to_string(r.old_size) + " -> " + std::to_string(epoch_->size) +
                     " ranks, epoch " + std::to_string(epoch_->number) + admitted + ", " + times +
                     "; rebuild steps: " + builder_.laps());
-  return out;
+  return change;
 }
 
 void Communicator::Impl::serve_as_spare() {

@@ -317,6 +317,26 @@ struct Communicator::Impl final : transport::WaitContext {
   // dropping the dead (SparePool::settle), counted as the shrink's.
   RecoveryOutcome recover_with_spares(const membership::MemberInfo& mine, const std::string& cause,
                                       std::chrono::steady_clock::time_point start, double settled);
+  // recover_with_spares()'s parts (admission.cpp): what the recovery started
+  // from and spent, each round, and the change it reports.
+  struct PoolRecovery {
+    std::uint64_t old_epoch = 0;
+    int old_size = 0;
+    std::vector<membership::MemberId> old_members;
+    std::vector<membership::MemberInfo> old_infos;
+    std::chrono::steady_clock::time_point start;
+    double shrink_seconds = 0, pool_seconds = 0, rebuild_seconds = 0;
+    int attempts = 0;
+    bool held = false;  // spares held back for the next call every member is in
+  };
+  bool pool_recovery_round(const membership::MemberInfo& mine, membership::Epoch& from, int attempt,
+                           PoolRecovery& r);
+  MembershipChange recovered_through_pool(const membership::MemberInfo& mine, const std::string& cause,
+                                          const std::vector<membership::MemberId>& lost,
+                                          const PoolRecovery& r);
+  // regroup()'s report: the change for the application and the operator's line.
+  void announce_regroup(std::vector<int> released, std::chrono::steady_clock::time_point start,
+                        double pool_seconds, std::uint64_t joiner_next_seq);
   void log_failure_noticed(const membership::MemberInfo& mine, const std::string& cause) const;
   // Bounds a recovery (`what`: "recovery", "admitting spares", ...) that
   // is inside an MPI call which never returns, from now until it is

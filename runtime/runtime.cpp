@@ -179,72 +179,56 @@ void start_mpi(Runtime::Impl& impl, int* argc, char*** argv, bool initialized) {
 #endif
 }
 
-void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& state) {
-  set_log_level(impl_->settings.log_level);
-  // A dead peer leaves TCP connections behind (Open MPI's btl/tcp forwarding
-  // a revoke, UCX): writing to one raises SIGPIPE, whose default action
-  // would kill this survivor. A fault-tolerant process takes EPIPE as an
-  // error instead. An application's own SIGPIPE handler is left alone.
-  struct sigaction current {};
-  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
-    ::signal(SIGPIPE, SIG_IGN);
+namespace {
+
+// The native membership's first view, started by joining a running job
+// through the rendezvous directory: no MPI, no PMIx (its own srun step has
+// a namespace of its own, not the job's).
+void join_native(Runtime::Impl& impl, const membership::native::GroupSettings& group) {
+  if (impl.settings.spares != 0 || impl.settings.membership == MembershipBackend::Mpi)
+    throw Error(Errc::InvalidArgument,
+                "RINGMEND_JOIN=1 joins a running job on the native membership: not with RINGMEND_SPARES or "
+                "RINGMEND_MEMBERSHIP=mpi");
+  const std::string dir = membership::native::rendezvous_dir();
+  if (dir.empty())
+    throw Error(Errc::InvalidArgument,
+                "RINGMEND_JOIN=1: no job to join (neither RINGMEND_RENDEZVOUS_DIR nor SLURM_JOB_ID is set)");
+  try {
+    impl.group = std::make_shared<membership::native::SharedGroup>(
+        membership::native::join_running_job(group, impl.settings.control_interface, dir,
+                                             group.recovery_timeout),
+        group.recovery_timeout);
+  } catch (const std::runtime_error& e) {
+    throw Error(Errc::Internal, std::string("RINGMEND_JOIN=1: ") + e.what());
+  }
+}
+
+// This process's membership from its start: the native one (a joiner, a
+// job srun started, or asked for), else MPI's. Gives the native first view,
+// or null under MPI's, with this process's rank and the job's size.
+std::unique_ptr<membership::Control> start_membership(Runtime::Impl& impl, int* argc, char*** argv, int& rank,
+                                                      int& size) {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  int rank = 0, size = 0;
-  std::unique_ptr<membership::Control> native_first;
-  const MembershipBackend backend = impl_->settings.membership;
+  const MembershipBackend backend = impl.settings.membership;
   membership::native::GroupSettings group;
-  group.heartbeat_timeout = impl_->settings.heartbeat_timeout_seconds;
-  group.recovery_timeout = impl_->settings.recovery_timeout_seconds;
-  const auto native_status = [&] {
-    impl_->fault_tolerant = true;
-    impl_->ft_status = "fault tolerance on (the native membership, heartbeat timeout " +
-                       seconds_text(group.heartbeat_timeout) + "; docs/membership.md)";
-  };
-  // A process started after the job joins it through the rendezvous
-  // directory: no MPI, no PMIx (its own srun step has a namespace of its
-  // own, not the job's).
-  if (impl_->settings.join) {
-    if (impl_->settings.spares != 0 || backend == MembershipBackend::Mpi)
-      throw Error(Errc::InvalidArgument,
-                  "RINGMEND_JOIN=1 joins a running job on the native membership: not with RINGMEND_SPARES or "
-                  "RINGMEND_MEMBERSHIP=mpi");
-    const std::string dir = membership::native::rendezvous_dir();
-    if (dir.empty())
-      throw Error(
-          Errc::InvalidArgument,
-          "RINGMEND_JOIN=1: no job to join (neither RINGMEND_RENDEZVOUS_DIR nor SLURM_JOB_ID is set)");
-    try {
-      impl_->group = std::make_shared<membership::native::SharedGroup>(
-          membership::native::join_running_job(group, impl_->settings.control_interface, dir,
-                                               group.recovery_timeout),
-          group.recovery_timeout);
-    } catch (const std::runtime_error& e) {
-      throw Error(Errc::Internal, std::string("RINGMEND_JOIN=1: ") + e.what());
-    }
-    native_first = membership::native::NativeControl::first_view(impl_->group);
-    rank = native_first->rank();
-    size = native_first->size();
-    native_status();
-  }
+  group.heartbeat_timeout = impl.settings.heartbeat_timeout_seconds;
+  group.recovery_timeout = impl.settings.recovery_timeout_seconds;
+  if (impl.settings.join) join_native(impl, group);
 #if RINGMEND_HAVE_PMIX
   // A job that srun started runs on the native membership, without MPI:
   // Slurm's mpi/pmix plugin ends the whole step as soon as a task it serves
   // dies while connected to it, and MPI stays connected until
   // MPI_Finalize. The native start-up takes the others' addresses from
   // Slurm's PMIx server and disconnects before any work begins.
-  if (!impl_->group && !initialized && backend != MembershipBackend::Mpi &&
-      ulfm::detect_launcher() == ulfm::Launcher::Srun && membership::native::pmix_available()) {
-    impl_->group = std::make_shared<membership::native::SharedGroup>(
-        membership::native::join_from_pmix(group, impl_->settings.control_interface), group.recovery_timeout);
-    native_first = membership::native::NativeControl::first_view(impl_->group);
-    rank = native_first->rank();
-    size = native_first->size();
-    native_status();
-  }
+  if (!impl.group && !initialized && backend != MembershipBackend::Mpi &&
+      ulfm::detect_launcher() == ulfm::Launcher::Srun && membership::native::pmix_available())
+    impl.group = std::make_shared<membership::native::SharedGroup>(
+        membership::native::join_from_pmix(group, impl.settings.control_interface), group.recovery_timeout);
 #endif
-  if (!impl_->group) start_mpi(*impl_, argc, argv, initialized != 0);
-  if (!impl_->group) {
+  const bool without_mpi = impl.group != nullptr;
+  if (!impl.group) {
+    start_mpi(impl, argc, argv, initialized != 0);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     // Asked for (RINGMEND_MEMBERSHIP=native) under mpirun, or by an
@@ -254,32 +238,41 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
     // their recoveries instead of ULFM (the fault tests run it so on one
     // machine); under srun, MPI stays connected to Slurm's PMIx server,
     // which still ends the step at a task's death.
-    if (size > 1 && backend == MembershipBackend::Native) {
-      impl_->group =
-          membership::native::start_over_mpi(MPI_COMM_WORLD, group, impl_->settings.control_interface);
-      native_first = membership::native::NativeControl::first_view(impl_->group);
-      native_status();
-    }
+    if (size <= 1 || backend != MembershipBackend::Native) return nullptr;
+    impl.group = membership::native::start_over_mpi(MPI_COMM_WORLD, group, impl.settings.control_interface);
   }
-  // Every process of a native group says where joiners find it.
-  if (impl_->group) {
-    impl_->rendezvous_dir = membership::native::rendezvous_dir();
-    if (!impl_->rendezvous_dir.empty()) {
-      try {
-        impl_->group->with([&](membership::native::Group& g) {
-          membership::native::publish_record(impl_->rendezvous_dir, g.record(g.self()), g.job_key());
-        });
-      } catch (const std::exception& e) {
-        log(LogLevel::Warn, std::string("no process can join this job later: ") + e.what());
-        impl_->rendezvous_dir.clear();
-      }
-    }
+  impl.fault_tolerant = true;
+  impl.ft_status = "fault tolerance on (the native membership, heartbeat timeout " +
+                   seconds_text(group.heartbeat_timeout) + "; docs/membership.md)";
+  auto first = membership::native::NativeControl::first_view(impl.group);
+  if (without_mpi) {
+    rank = first->rank();
+    size = first->size();
   }
-  if (impl_->group && rank == 0) log(LogLevel::Info, impl_->ft_status);
-  if (!impl_->fault_tolerant && rank == 0) log(LogLevel::Warn, impl_->ft_status);
+  return first;
+}
+
+// Every process of a native group says where joiners find it.
+void publish_rendezvous(Runtime::Impl& impl) {
+  impl.rendezvous_dir = membership::native::rendezvous_dir();
+  if (impl.rendezvous_dir.empty()) return;
+  try {
+    impl.group->with([&](membership::native::Group& g) {
+      membership::native::publish_record(impl.rendezvous_dir, g.record(g.self()), g.job_key());
+    });
+  } catch (const std::exception& e) {
+    log(LogLevel::Warn, std::string("no process can join this job later: ") + e.what());
+    impl.rendezvous_dir.clear();
+  }
+}
+
+// What the operator should know of this start, said once (by rank 0).
+void say_how_it_runs(const Runtime::Impl& impl, int rank, int size) {
+  if (impl.group && rank == 0) log(LogLevel::Info, impl.ft_status);
+  if (!impl.fault_tolerant && rank == 0) log(LogLevel::Warn, impl.ft_status);
   // This process's end of the PMIx connection tells how the Open MPI it
-  // runs was built (ulfm/pmix_connection.hpp); said once, by rank 0.
-  if (impl_->fault_tolerant && !impl_->group && rank == 0)
+  // runs was built (ulfm/pmix_connection.hpp).
+  if (impl.fault_tolerant && !impl.group && rank == 0)
     if (const auto port = ulfm::pmix_server_port();
         port && ulfm::pmix_connection_state(*port) == ulfm::PmixConnection::Nagle)
       log(LogLevel::Warn,
@@ -287,10 +280,43 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
           "can reach the ranks up to 40 ms late (MPI learns of a death only from them). "
           "scripts/bootstrap.sh builds Open MPI with the fix "
           "(scripts/patches/openpmix-5.0.7-ptl-tcp-nodelay.patch; docs/troubleshooting.md)");
-  // srun without a PMIx server: every task is a 1-rank job. Say so once.
+  // srun without a PMIx server: every task is a 1-rank job.
   if (const std::string alone = ulfm::srun_without_pmix_notice(ulfm::process_environment(), size);
       !alone.empty())
     log(LogLevel::Warn, alone);
+}
+
+// A spare waits in the pool as long as the job runs, until admitted (or
+// dismissed: the process ends there).
+void wait_as_spare(Runtime::Impl& impl, Communicator::Impl& comm) {
+  impl.start_watchdog.reset();  // the start-up bound is over
+  tell_launcher(impl.outcome_fd, std::string(outcome::kSpare) + "=1");
+  // Its first epoch's UCX worker, made while it waits rather than when it
+  // is admitted; none where the whole job is on one node (shared memory only).
+  if (!comm.job_on_one_node()) impl.ucx->prepare_worker();
+  try {
+    comm.serve_as_spare();
+  } catch (const SpareDismissed& dismissed) {
+    end_spare(impl, dismissed);
+  }
+  tell_launcher(impl.outcome_fd, std::string(outcome::kAdmitted) + "=1");
+}
+
+}  // namespace
+
+void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& state) {
+  set_log_level(impl_->settings.log_level);
+  // A dead peer leaves TCP connections behind (Open MPI's btl/tcp forwarding
+  // a revoke, UCX): writing to one raises SIGPIPE, whose default action
+  // would kill this survivor. A fault-tolerant process takes EPIPE as an
+  // error instead. An application's own SIGPIPE handler is left alone.
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
+    ::signal(SIGPIPE, SIG_IGN);
+  int rank = 0, size = 0;
+  std::unique_ptr<membership::Control> native_first = start_membership(*impl_, argc, argv, rank, size);
+  if (impl_->group) publish_rendezvous(*impl_);
+  say_how_it_runs(*impl_, rank, size);
   // Where this process runs (read once: loading hwloc's topology takes
   // milliseconds), and the NIC nearest to it for UCX when there are several:
   // nearest the GPU the program already works on, if any, so that each
@@ -309,21 +335,7 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
       self.where, impl_->outcome_fd, std::move(native_first))));
   // Before a spare waits: an admitted spare receives into these buffers.
   for (const StateBuffer& b : state) impl_->world->impl_->state.add(b.name, b.data, b.bytes);
-  if (Communicator::Impl& comm = *impl_->world->impl_; comm.waiting_as_spare()) {
-    // A spare waits as long as the job runs: the start-up bound is over.
-    impl_->start_watchdog.reset();
-    tell_launcher(impl_->outcome_fd, std::string(outcome::kSpare) + "=1");
-    // Its first epoch's UCX worker, made while it waits rather than when
-    // it is admitted; none where the whole job is on one node (shared
-    // memory only).
-    if (!comm.job_on_one_node()) impl_->ucx->prepare_worker();
-    try {
-      comm.serve_as_spare();
-    } catch (const SpareDismissed& dismissed) {
-      end_spare(*impl_, dismissed);
-    }
-    tell_launcher(impl_->outcome_fd, std::string(outcome::kAdmitted) + "=1");
-  }
+  if (Communicator::Impl& comm = *impl_->world->impl_; comm.waiting_as_spare()) wait_as_spare(*impl_, comm);
   // A start-up that lost members is the job's first recovery.
   if (const auto& lost = impl_->world->impl_->lost_at_start(); !lost.empty()) {
     impl_->lost.assign(lost.begin(), lost.end());

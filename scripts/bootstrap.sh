@@ -74,6 +74,7 @@ PACKAGES=(build-essential patch cmake ninja-build pkg-config git xz-utils file
   libhwloc-dev hwloc libucx-dev ucx-utils libevent-dev zlib1g-dev
   libgtest-dev googletest procps
   libcli11-dev nlohmann-json3-dev  # command lines, the benchmarks' JSON
+  python3 python3-venv             # the pinned Python tools below
   libmpich-dev mpich)  # an MPI without ULFM: the configure test, the benchmark's MPICH baseline
 if [ "$WITH_CLUSTER_TOOLS" = 1 ]; then
   # python3: bench/bench_report.py (standard library only); libpmix-dev:
@@ -104,6 +105,21 @@ if [ ${#missing[@]} -gt 0 ]; then
     --no-install-recommends "${missing[@]}" >/dev/null
 else
   echo "  all present"
+fi
+
+# ------------------------------------------- Python tools, pinned, from PyPI
+# In a virtual environment of their own under the dependency cache:
+# lizard, which the code-shape check runs (tests/code_shape_check.sh).
+PYTOOLS="$DEPS/pytools"
+LIZARD_VERSION=1.24.3
+if [ -f "$PYTOOLS/.lizard-$LIZARD_VERSION" ] && [ -x "$PYTOOLS/bin/lizard" ]; then
+  step "Python tools: cached in $PYTOOLS"
+else
+  step "Python tools: lizard $LIZARD_VERSION into $PYTOOLS"
+  rm -rf "$PYTOOLS"
+  python3 -m venv "$PYTOOLS"
+  "$PYTOOLS/bin/pip" install -q --disable-pip-version-check "lizard==$LIZARD_VERSION"
+  touch "$PYTOOLS/.lizard-$LIZARD_VERSION"
 fi
 
 # ------------------------------------------------------- Open MPI with ULFM

@@ -35,6 +35,84 @@ const char* kMoreSlots =
 
 }  // namespace
 
+namespace {
+
+// --ranks-per-node R: R ranks on each node used (the last may get fewer).
+std::vector<int> per_node(const std::vector<NodeSlots>& nodes, const PlacementRequest& req,
+                          const std::string& slots_source, const std::vector<std::string>& excluded) {
+  std::vector<int> put(nodes.size(), 0);
+  const int per = req.ranks_per_node;
+  std::size_t used = nodes.size();
+  if (req.ranks > 0) {
+    used = static_cast<std::size_t>((req.ranks + per - 1) / per);
+    if (used > nodes.size())
+      throw LaunchError(std::to_string(req.ranks) + " ranks at " + std::to_string(per) + " per node need " +
+                        plural(static_cast<long long>(used), "node", "nodes") + "; the allocation has " +
+                        plural(static_cast<long long>(nodes.size()), "node", "nodes") + " (" +
+                        describe(nodes, slots_source) + ")" + excluded_note(excluded));
+    if (req.nodes > 0 && used < static_cast<std::size_t>(req.nodes))
+      throw LaunchError("-n " + std::to_string(req.ranks) + " at " + std::to_string(per) +
+                        " per node fills " + plural(static_cast<long long>(used), "node", "nodes") +
+                        ", but --nodes " + std::to_string(req.nodes) + " was asked");
+  }
+  int left = req.ranks > 0 ? req.ranks : per * static_cast<int>(used);
+  for (std::size_t i = 0; i < used; ++i) {
+    put[i] = std::min(per, left);
+    left -= put[i];
+    if (put[i] > nodes[i].count && !req.oversubscribe)
+      throw LaunchError("--ranks-per-node " + std::to_string(per) + ": node " + nodes[i].name + " has " +
+                        plural(nodes[i].count, "task slot", "task slots") + " in this allocation (" +
+                        slots_source + "). " + kMoreSlots);
+  }
+  return put;
+}
+
+// Otherwise: every slot, -n ranks filling the nodes in order, or spread
+// evenly over the nodes --nodes names.
+std::vector<int> by_slots(const std::vector<NodeSlots>& nodes, const PlacementRequest& req,
+                          const std::string& slots_source, const std::vector<std::string>& excluded) {
+  std::vector<int> put(nodes.size(), 0);
+  long long total = 0;
+  for (const auto& n : nodes) total += n.count;
+  const long long ranks = req.ranks > 0 ? req.ranks : total;
+  if (ranks == 0)
+    throw LaunchError("the allocation has no task slots (" + describe(nodes, slots_source) + ")");
+  if (ranks > total && !req.oversubscribe)
+    throw LaunchError("more ranks than slots: " + std::to_string(ranks) +
+                      " ranks asked, the allocation has " + plural(total, "task slot", "task slots") + " (" +
+                      describe(nodes, slots_source) + ")" + excluded_note(excluded) + ". " + kMoreSlots);
+  long long left = ranks;
+  if (req.nodes > 0) {
+    // Nodes named explicitly: every one of them gets ranks, evenly.
+    const long long n = static_cast<long long>(nodes.size());
+    if (ranks < n)
+      throw LaunchError("-n " + std::to_string(ranks) + " is fewer ranks than --nodes " +
+                        std::to_string(req.nodes));
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      put[i] = static_cast<int>(ranks / n + (static_cast<long long>(i) < ranks % n ? 1 : 0));
+      if (put[i] > nodes[i].count && !req.oversubscribe)
+        throw LaunchError(std::to_string(ranks) + " ranks spread over --nodes " + std::to_string(req.nodes) +
+                          " put " + std::to_string(put[i]) + " on " + nodes[i].name + ", which has " +
+                          plural(nodes[i].count, "task slot", "task slots") + " (" + slots_source + "). " +
+                          kMoreSlots);
+    }
+    left = 0;
+  }
+  // Otherwise fill nodes in order up to their slots, as Slurm's block
+  // distribution does; with --oversubscribe spread the rest round-robin.
+  for (std::size_t i = 0; i < nodes.size() && left > 0; ++i) {
+    put[i] = static_cast<int>(std::min<long long>(nodes[i].count, left));
+    left -= put[i];
+  }
+  for (std::size_t i = 0; left > 0; i = (i + 1) % nodes.size()) {
+    ++put[i];
+    --left;
+  }
+  return put;
+}
+
+}  // namespace
+
 Placement place_in_allocation(const std::vector<NodeSlots>& all, const PlacementRequest& req,
                               const std::string& slots_source, const std::vector<std::string>& excluded) {
   if (all.empty()) throw LaunchError("no node is left to run on" + excluded_note(excluded));
@@ -46,72 +124,9 @@ Placement place_in_allocation(const std::vector<NodeSlots>& all, const Placement
                         describe(all, slots_source) + ")" + excluded_note(excluded));
     nodes.resize(static_cast<std::size_t>(req.nodes));
   }
+  const std::vector<int> put = req.ranks_per_node > 0 ? per_node(nodes, req, slots_source, excluded)
+                                                      : by_slots(nodes, req, slots_source, excluded);
   Placement p;
-  std::vector<int> put(nodes.size(), 0);
-
-  if (req.ranks_per_node > 0) {
-    const int per = req.ranks_per_node;
-    std::size_t used = nodes.size();
-    if (req.ranks > 0) {
-      used = static_cast<std::size_t>((req.ranks + per - 1) / per);
-      if (used > nodes.size())
-        throw LaunchError(std::to_string(req.ranks) + " ranks at " + std::to_string(per) + " per node need " +
-                          plural(static_cast<long long>(used), "node", "nodes") + "; the allocation has " +
-                          plural(static_cast<long long>(nodes.size()), "node", "nodes") + " (" +
-                          describe(nodes, slots_source) + ")" + excluded_note(excluded));
-      if (req.nodes > 0 && used < static_cast<std::size_t>(req.nodes))
-        throw LaunchError("-n " + std::to_string(req.ranks) + " at " + std::to_string(per) +
-                          " per node fills " + plural(static_cast<long long>(used), "node", "nodes") +
-                          ", but --nodes " + std::to_string(req.nodes) + " was asked");
-    }
-    int left = req.ranks > 0 ? req.ranks : per * static_cast<int>(used);
-    for (std::size_t i = 0; i < used; ++i) {
-      put[i] = std::min(per, left);
-      left -= put[i];
-      if (put[i] > nodes[i].count && !req.oversubscribe)
-        throw LaunchError("--ranks-per-node " + std::to_string(per) + ": node " + nodes[i].name + " has " +
-                          plural(nodes[i].count, "task slot", "task slots") + " in this allocation (" +
-                          slots_source + "). " + kMoreSlots);
-    }
-  } else {
-    long long total = 0;
-    for (const auto& n : nodes) total += n.count;
-    const long long ranks = req.ranks > 0 ? req.ranks : total;
-    if (ranks == 0)
-      throw LaunchError("the allocation has no task slots (" + describe(nodes, slots_source) + ")");
-    if (ranks > total && !req.oversubscribe)
-      throw LaunchError("more ranks than slots: " + std::to_string(ranks) +
-                        " ranks asked, the allocation has " + plural(total, "task slot", "task slots") +
-                        " (" + describe(nodes, slots_source) + ")" + excluded_note(excluded) + ". " +
-                        kMoreSlots);
-    long long left = ranks;
-    if (req.nodes > 0) {
-      // Nodes named explicitly: every one of them gets ranks, evenly.
-      const long long n = static_cast<long long>(nodes.size());
-      if (ranks < n)
-        throw LaunchError("-n " + std::to_string(ranks) + " is fewer ranks than --nodes " +
-                          std::to_string(req.nodes));
-      for (std::size_t i = 0; i < nodes.size(); ++i) {
-        put[i] = static_cast<int>(ranks / n + (static_cast<long long>(i) < ranks % n ? 1 : 0));
-        if (put[i] > nodes[i].count && !req.oversubscribe)
-          throw LaunchError(
-              std::to_string(ranks) + " ranks spread over --nodes " + std::to_string(req.nodes) + " put " +
-              std::to_string(put[i]) + " on " + nodes[i].name + ", which has " +
-              plural(nodes[i].count, "task slot", "task slots") + " (" + slots_source + "). " + kMoreSlots);
-      }
-      left = 0;
-    }
-    // Otherwise fill nodes in order up to their slots, as Slurm's block
-    // distribution does; with --oversubscribe spread the rest round-robin.
-    for (std::size_t i = 0; i < nodes.size() && left > 0; ++i) {
-      put[i] = static_cast<int>(std::min<long long>(nodes[i].count, left));
-      left -= put[i];
-    }
-    for (std::size_t i = 0; left > 0; i = (i + 1) % nodes.size()) {
-      ++put[i];
-      --left;
-    }
-  }
   for (std::size_t i = 0; i < nodes.size(); ++i)
     if (put[i] > 0) {
       p.hosts.push_back({nodes[i].name, put[i]});

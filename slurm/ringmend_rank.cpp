@@ -170,6 +170,45 @@ void supervise(pid_t child, double hang, std::string& words) {
   }
 }
 
+// The child: the program, with the launcher's pipe and Open MPI's settings.
+[[noreturn]] void exec_program(char** program, int report_fd, pid_t parent) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT})
+    ::sigaction(sig, &dfl, nullptr);
+  // The rank must not outlive its launcher (MPI's daemon kills only this one).
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(137);
+  const int fd = ::fcntl(report_fd, F_DUPFD, 3);  // without O_CLOEXEC: the program keeps it
+  ::setenv(ringmend::outcome::kFdVariable, std::to_string(fd).c_str(), 1);
+  // Before the program's MPI_Init (ulfm/launch_environment.hpp says why).
+  for (const auto& s : ringmend::ulfm::open_mpi_settings(ringmend::ulfm::process_environment(),
+                                                         std::thread::hardware_concurrency()))
+    ::setenv(s.variable, s.value, 0);
+  ::execvp(program[0], program);
+  std::fprintf(stderr, "ringmend-rank: cannot run %s: %s\n", program[0], std::strerror(errno));
+  ::_exit(127);
+}
+
+// Ends this process as the program ended (its signal, or its status) so
+// that mpirun and srun see the rank's own end; a program that exited
+// non-zero before its work was done ends as killed.
+int end_as_the_program(const ringmend::slurm::RankRecord& r, bool finished) {
+  int end_signal = 0;
+  if (r.how == ringmend::slurm::RankRecord::End::Signaled)
+    end_signal = r.code;
+  else if (r.code != 0 && !finished)
+    end_signal = SIGKILL;
+  else
+    return finished ? 0 : r.code;
+  // No core file of this process.
+  struct rlimit no_core {};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  ::signal(end_signal, SIG_DFL);
+  ::kill(::getpid(), end_signal);
+  return 128 + end_signal;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -208,24 +247,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ringmend-rank: fork: %s\n", std::strerror(errno));
     return 2;
   }
-  if (child == 0) {
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT})
-      ::sigaction(sig, &dfl, nullptr);
-    // The rank must not outlive its launcher (MPI's daemon kills only this one).
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(137);
-    const int fd = ::fcntl(report[1], F_DUPFD, 3);  // without O_CLOEXEC: the program keeps it
-    ::setenv(ringmend::outcome::kFdVariable, std::to_string(fd).c_str(), 1);
-    // Before the program's MPI_Init (ulfm/launch_environment.hpp says why).
-    for (const auto& s : ringmend::ulfm::open_mpi_settings(ringmend::ulfm::process_environment(),
-                                                           std::thread::hardware_concurrency()))
-      ::setenv(s.variable, s.value, 0);
-    ::execvp(argv[1], argv + 1);
-    std::fprintf(stderr, "ringmend-rank: cannot run %s: %s\n", argv[1], std::strerror(errno));
-    ::_exit(127);
-  }
+  if (child == 0) exec_program(argv + 1, report[1], parent);
   g_child = child;
   r.pid = child;
   ::close(report[1]);
@@ -255,18 +277,5 @@ int main(int argc, char** argv) {
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
   remove_segments_of(child);
   ringmend::progress::remove_record(child);
-
-  int end_signal = 0;
-  if (r.how == ringmend::slurm::RankRecord::End::Signaled)
-    end_signal = r.code;
-  else if (r.code != 0 && !finished)
-    end_signal = SIGKILL;
-  else
-    return finished ? 0 : r.code;
-  // No core file of this process.
-  struct rlimit no_core {};
-  ::setrlimit(RLIMIT_CORE, &no_core);
-  ::signal(end_signal, SIG_DFL);
-  ::kill(::getpid(), end_signal);
-  return 128 + end_signal;
+  return end_as_the_program(r, finished);
 }

@@ -96,6 +96,74 @@ std::string NativeSparePool::laps() const {
   return text;
 }
 
+// Every process's entry of this round, in the view's order; nullopt when
+// the view changes meanwhile. `view`, `rank` and `epoch`: the view's.
+std::optional<std::vector<RosterEntry>> NativeSparePool::exchange_roster(const RosterEntry& me,
+                                                                         std::vector<MemberId>& view,
+                                                                         int& rank, std::uint64_t& epoch) {
+  const auto got = group_->with([&](Group& g) {
+    view = g.members();
+    rank = g.rank();
+    epoch = g.epoch();
+    return g.allgather(std::string(reinterpret_cast<const char*>(&me), sizeof me), group_->wait_seconds());
+  });
+  if (!got) return std::nullopt;
+  roster_view_ = epoch;
+  std::vector<RosterEntry> roster(got->size());
+  for (std::size_t r = 0; r < got->size(); ++r) {
+    if ((*got)[r].size() != sizeof(RosterEntry))
+      throw Error(Errc::Internal, "spare pool: process " + std::to_string(view[r]) +
+                                      " sent a roster entry of another size (another build of ringmend?)");
+    std::memcpy(&roster[r], (*got)[r].data(), sizeof(RosterEntry));
+  }
+  return roster;
+}
+
+// A release: the leavers leave the view first, by a change that every
+// process of the roster asks for and the leavers take part in (they count
+// toward its quorums: releasing most of the job must not leave the rest
+// without one). Then everyone rounds again in the new view, where the
+// roster has no leaver; a process whose roster failed here (the change
+// began before the last entry came) comes to the same roster. A leader that
+// did not see this roster keeps the leavers: the next roster releases them
+// again. Adds the leavers gone to `released`; true when this process left.
+bool NativeSparePool::release_leavers(const RosterDecision& d, bool leaving,
+                                      std::vector<MemberId>& released) {
+  std::vector<MemberId> leavers;
+  for (const auto& [position, id] : d.leaving) leavers.push_back(id);
+  std::vector<MemberId> next;
+  bool gone = false;
+  with_group(*group_, [&](Group& g) {
+    g.release(leavers);
+    gone = g.recover(leaving).left;
+    next = g.members();
+  });
+  for (MemberId id : leavers)
+    if (!std::binary_search(next.begin(), next.end(), id) &&
+        std::find(released.begin(), released.end(), id) == released.end())
+      released.push_back(id);
+  return gone;
+}
+
+// The members and joiners of the round's decision, as the new epoch's group.
+RoundOutcome NativeSparePool::grown_outcome(RosterDecision& d, const std::vector<RosterEntry>& roster,
+                                            const std::vector<MemberId>& view, std::uint64_t epoch) {
+  RoundOutcome& out = d.out;
+  std::vector<MemberId> grown;
+  for (const auto& [position, r] : d.grown) {
+    grown.push_back(view[static_cast<std::size_t>(r)]);
+    out.infos.push_back(roster[static_cast<std::size_t>(r)].info);
+  }
+  members_ = grown;
+  std::sort(members_.begin(), members_.end());
+  spares_left_ = out.spares_left;
+  if (d.in_grown)
+    out.grown = std::make_unique<NativeControl>(group_, std::move(grown), epoch);
+  else
+    out.infos.clear();
+  return std::move(out);
+}
+
 RoundOutcome NativeSparePool::round(const PoolEntry& mine, const MemberInfo& info) {
   change_seconds_ = roster_seconds_ = 0;
   const bool spare = mine.id == kNoMember;
@@ -140,22 +208,10 @@ RoundOutcome NativeSparePool::round(const PoolEntry& mine, const MemberInfo& inf
     std::vector<MemberId> view;
     int rank = 0;
     std::uint64_t epoch = 0;
-    const auto got = group_->with([&](Group& g) {
-      view = g.members();
-      rank = g.rank();
-      epoch = g.epoch();
-      return g.allgather(std::string(reinterpret_cast<const char*>(&me), sizeof me), group_->wait_seconds());
-    });
+    const std::optional<std::vector<RosterEntry>> got = exchange_roster(me, view, rank, epoch);
     add_lap(roster_seconds_);
     if (!got) continue;  // the view changes: round again
-    roster_view_ = epoch;
-    std::vector<RosterEntry> roster(got->size());
-    for (std::size_t r = 0; r < got->size(); ++r) {
-      if ((*got)[r].size() != sizeof(RosterEntry))
-        throw Error(Errc::Internal, "spare pool: process " + std::to_string(view[r]) +
-                                        " sent a roster entry of another size (another build of ringmend?)");
-      std::memcpy(&roster[r], (*got)[r].data(), sizeof(RosterEntry));
-    }
+    const std::vector<RosterEntry>& roster = *got;
     // 3. The decision, and the grown group.
     RosterDecision d = decide(roster, rank, mine);
     RoundOutcome& out = d.out;
@@ -168,44 +224,13 @@ RoundOutcome NativeSparePool::round(const PoolEntry& mine, const MemberInfo& inf
     spares_left_ = static_cast<int>(d.spares.size());
     if (out.ending || out.no_members) return std::move(out);
     if (!d.leaving.empty()) {
-      // 4. A release: the leavers leave the view first, by a change that
-      // every process of the roster asks for and the leavers take part in
-      // (they count toward its quorums: releasing most of the job must not
-      // leave the rest without one). Then everyone rounds again in the new
-      // view, where the roster has no leaver; a process whose roster failed
-      // here (the change began before the last entry came) comes to the
-      // same roster. A leader that did not see this roster keeps the
-      // leavers: the next roster releases them again.
-      std::vector<MemberId> leavers;
-      for (const auto& [position, id] : d.leaving) leavers.push_back(id);
-      std::vector<MemberId> next;
-      with_group(*group_, [&](Group& g) {
-        g.release(leavers);
-        gone = g.recover(leaving).left;
-        next = g.members();
-      });
+      gone = release_leavers(d, leaving, released);
       add_lap(change_seconds_);
-      for (MemberId id : leavers)
-        if (!std::binary_search(next.begin(), next.end(), id) &&
-            std::find(released.begin(), released.end(), id) == released.end())
-          released.push_back(id);
       if (gone) return left_out();
       continue;
     }
     out.released = released;
-    std::vector<MemberId> grown;
-    for (const auto& [position, r] : d.grown) {
-      grown.push_back(view[static_cast<std::size_t>(r)]);
-      out.infos.push_back(roster[static_cast<std::size_t>(r)].info);
-    }
-    members_ = grown;
-    std::sort(members_.begin(), members_.end());
-    spares_left_ = out.spares_left;
-    if (d.in_grown)
-      out.grown = std::make_unique<NativeControl>(group_, std::move(grown), epoch);
-    else
-      out.infos.clear();
-    return std::move(out);
+    return grown_outcome(d, roster, view, epoch);
   }
 }
 

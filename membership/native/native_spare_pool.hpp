@@ -46,10 +46,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "membership/native/native_control.hpp"
+#include "membership/pool_roster.hpp"
 #include "membership/spare_pool.hpp"
 
 namespace ringmend::membership::native {
@@ -82,6 +84,12 @@ class NativeSparePool final : public SparePool {
   // Turns the group until a member begins the roster of this view, the
   // view changes, or no member is left.
   Roster await_roster();
+  // round()'s steps (native_spare_pool.cpp).
+  std::optional<std::vector<RosterEntry>> exchange_roster(const RosterEntry& me, std::vector<MemberId>& view,
+                                                          int& rank, std::uint64_t& epoch);
+  bool release_leavers(const RosterDecision& d, bool leaving, std::vector<MemberId>& released);
+  RoundOutcome grown_outcome(RosterDecision& d, const std::vector<RosterEntry>& roster,
+                             const std::vector<MemberId>& view, std::uint64_t epoch);
 
   std::shared_ptr<SharedGroup> group_;
   bool spare_ = false;

@@ -194,6 +194,61 @@ void ViewChange::learn(const std::vector<MemberId>& value) {
   mode_ = contains(decision_, self_) ? Mode::Installed : Mode::Fenced;
 }
 
+// Paxos's acceptor: a promise not to take part in a lower ballot (nor in a
+// collective of this view), and the value of the highest ballot accepted.
+void ViewChange::as_acceptor(const Message& msg, std::vector<Message>& out) {
+  if (msg.kind == MessageKind::Prepare) {
+    if (msg.ballot > promised_) {
+      promised_ = msg.ballot;  // from here no collective of view e at this process
+      Message p = to(msg.from, MessageKind::Promise, msg.ballot);
+      p.accepted = accepted_;
+      p.value = accepted_value_;
+      out.push_back(std::move(p));
+    } else {
+      out.push_back(to(msg.from, MessageKind::Nack, promised_));
+    }
+    return;
+  }
+  if (msg.ballot >= promised_) {  // Accept
+    promised_ = msg.ballot;
+    accepted_ = msg.ballot;
+    accepted_value_ = msg.value;
+    out.push_back(to(msg.from, MessageKind::Accepted, msg.ballot));
+  } else {
+    out.push_back(to(msg.from, MessageKind::Nack, promised_));
+  }
+}
+
+// Paxos's leader: the promises of phase 1, then the acceptances of phase 2;
+// a quorum of them chooses the proposal, which every process concerned hears.
+void ViewChange::as_leader(const Message& msg, std::vector<Message>& out) {
+  if (msg.kind == MessageKind::Promise) {
+    if (mode_ == Mode::Preparing && msg.ballot == ballot_) {
+      insert_sorted(promisers_, msg.from);
+      if (msg.accepted > best_accepted_) {
+        best_accepted_ = msg.accepted;
+        best_value_ = msg.value;
+      }
+      maybe_finish_phase1(out);
+    }
+    return;
+  }
+  if (mode_ != Mode::Accepting || msg.ballot != ballot_) return;  // Accepted
+  insert_sorted(acceptors_, msg.from);
+  if (!is_quorum(members_, acceptors_)) return;
+  // Chosen. Everyone of view e hears it, the excluded too, and the
+  // joiners: they must know the view they enter.
+  std::vector<MemberId> tell = members_;
+  for (MemberId j : proposal_) insert_sorted(tell, j);
+  for (MemberId m : tell) {
+    if (m == self_) continue;
+    Message c = to(m, MessageKind::Commit);
+    c.value = proposal_;
+    out.push_back(std::move(c));
+  }
+  learn(proposal_);
+}
+
 std::vector<Message> ViewChange::receive(const Message& msg) {
   std::vector<Message> out;
   if (msg.epoch != epoch_ || msg.to != self_) return out;  // another view's: the caller's business
@@ -220,56 +275,13 @@ std::vector<Message> ViewChange::receive(const Message& msg) {
       if (mode_ == Mode::Active && promised_.none() && ballots_led_ == 0) lead(out);
       if (mode_ == Mode::Preparing) maybe_finish_phase1(out);
       break;
-    case MessageKind::Prepare: {
-      if (msg.ballot > promised_) {
-        promised_ = msg.ballot;  // from here no collective of view e at this process
-        Message p = to(msg.from, MessageKind::Promise, msg.ballot);
-        p.accepted = accepted_;
-        p.value = accepted_value_;
-        out.push_back(std::move(p));
-      } else {
-        out.push_back(to(msg.from, MessageKind::Nack, promised_));
-      }
+    case MessageKind::Prepare:
+    case MessageKind::Accept:
+      as_acceptor(msg, out);
       break;
-    }
-    case MessageKind::Accept: {
-      if (msg.ballot >= promised_) {
-        promised_ = msg.ballot;
-        accepted_ = msg.ballot;
-        accepted_value_ = msg.value;
-        out.push_back(to(msg.from, MessageKind::Accepted, msg.ballot));
-      } else {
-        out.push_back(to(msg.from, MessageKind::Nack, promised_));
-      }
-      break;
-    }
     case MessageKind::Promise:
-      if (mode_ == Mode::Preparing && msg.ballot == ballot_) {
-        insert_sorted(promisers_, msg.from);
-        if (msg.accepted > best_accepted_) {
-          best_accepted_ = msg.accepted;
-          best_value_ = msg.value;
-        }
-        maybe_finish_phase1(out);
-      }
-      break;
     case MessageKind::Accepted:
-      if (mode_ == Mode::Accepting && msg.ballot == ballot_) {
-        insert_sorted(acceptors_, msg.from);
-        if (is_quorum(members_, acceptors_)) {
-          // Chosen. Everyone of view e hears it, the excluded too, and the
-          // joiners: they must know the view they enter.
-          std::vector<MemberId> tell = members_;
-          for (MemberId j : proposal_) insert_sorted(tell, j);
-          for (MemberId m : tell) {
-            if (m == self_) continue;
-            Message c = to(m, MessageKind::Commit);
-            c.value = proposal_;
-            out.push_back(std::move(c));
-          }
-          learn(proposal_);
-        }
-      }
+      as_leader(msg, out);
       break;
     case MessageKind::Nack:
       if ((mode_ == Mode::Preparing || mode_ == Mode::Accepting) && msg.ballot > ballot_)

@@ -110,6 +110,9 @@ class ViewChange {
   void lead(std::vector<Message>& out);
   void accept_phase(std::vector<Message>& out);
   void learn(const std::vector<MemberId>& value);
+  // receive()'s two roles: Prepare and Accept, Promise and Accepted.
+  void as_acceptor(const Message& msg, std::vector<Message>& out);
+  void as_leader(const Message& msg, std::vector<Message>& out);
   void maybe_finish_phase1(std::vector<Message>& out);
 
   std::uint64_t epoch_;

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "bind_types.hpp"
 #include "ringmend/ringmend.hpp"
 
 namespace py = pybind11;
@@ -422,99 +423,7 @@ Communicator& PyCommunicator::get() {
   return comm_;
 }
 
-std::string ids_text(const std::vector<int>& ids) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
-  return s + "]";
-}
-
-}  // namespace
-
-PYBIND11_MODULE(_core, m) {
-  m.doc() = "ringmend's C++ API (use the package `ringmend`)";
-
-  py::enum_<DataType>(m, "DataType")
-      .value("FLOAT32", DataType::Float32)
-      .value("FLOAT64", DataType::Float64)
-      .value("INT32", DataType::Int32)
-      .value("INT64", DataType::Int64)
-      .value("FLOAT16", DataType::Float16)
-      .value("BFLOAT16", DataType::BFloat16);
-  py::enum_<ReduceOp>(m, "ReduceOp")
-      .value("SUM", ReduceOp::Sum)
-      .value("PROD", ReduceOp::Prod)
-      .value("MIN", ReduceOp::Min)
-      .value("MAX", ReduceOp::Max);
-  py::enum_<Errc>(m, "Errc")
-      .value("INVALID_ARGUMENT", Errc::InvalidArgument)
-      .value("MISMATCH", Errc::Mismatch)
-      .value("TIMEOUT", Errc::Timeout)
-      .value("FAULT_TOLERANCE_UNAVAILABLE", Errc::FaultToleranceUnavailable)
-      .value("ROOT_LOST", Errc::RootLost)
-      .value("BAD_ENVIRONMENT", Errc::BadEnvironment)
-      .value("INTERNAL", Errc::Internal)
-      .value("RELEASED", Errc::Released);
-  py::enum_<LogLevel>(m, "LogLevel")
-      .value("ERROR", LogLevel::Error)
-      .value("WARN", LogLevel::Warn)
-      .value("INFO", LogLevel::Info)
-      .value("DEBUG", LogLevel::Debug);
-
-  // ringmend.Error(RuntimeError) with `code`, an Errc.
-  // Never destroyed (see describe()).
-  static const auto* error_type = new py::exception<Error>(m, "Error", PyExc_RuntimeError);
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const Error& e) {
-      py::object err = py::handle(error_type->ptr())(e.what());
-      err.attr("code") = e.code();
-      PyErr_SetObject(error_type->ptr(), err.ptr());
-    }
-  });
-
-  py::class_<CollectiveResult>(m, "CollectiveResult")
-      .def_readonly("recovered", &CollectiveResult::recovered)
-      .def_readonly("lost", &CollectiveResult::lost)
-      .def_readonly("joined", &CollectiveResult::joined)
-      .def_readonly("released", &CollectiveResult::released)
-      .def_readonly("contributors", &CollectiveResult::contributors)
-      .def_readonly("epoch", &CollectiveResult::epoch)
-      .def_readonly("left", &CollectiveResult::left)
-      .def("__repr__", [](const CollectiveResult& r) {
-        std::string s = "CollectiveResult(contributors=" + std::to_string(r.contributors) +
-                        ", epoch=" + std::to_string(r.epoch);
-        if (r.recovered) s += ", recovered=True";
-        if (!r.lost.empty()) s += ", lost=" + ids_text(r.lost);
-        if (!r.joined.empty()) s += ", joined=" + ids_text(r.joined);
-        if (!r.released.empty()) s += ", released=" + ids_text(r.released);
-        if (r.left) s += ", left=True";
-        return s + ")";
-      });
-
-  py::class_<MembershipChange>(m, "MembershipChange")
-      .def_readonly("old_epoch", &MembershipChange::old_epoch)
-      .def_readonly("new_epoch", &MembershipChange::new_epoch)
-      .def_readonly("lost", &MembershipChange::lost)
-      .def_readonly("joined", &MembershipChange::joined)
-      .def_readonly("released", &MembershipChange::released)
-      .def_readonly("old_size", &MembershipChange::old_size)
-      .def_readonly("new_size", &MembershipChange::new_size)
-      .def_readonly("new_rank", &MembershipChange::new_rank)
-      .def_readonly("recovery_seconds", &MembershipChange::recovery_seconds)
-      .def_readonly("shrink_seconds", &MembershipChange::shrink_seconds)
-      .def_readonly("rebuild_seconds", &MembershipChange::rebuild_seconds)
-      .def_readonly("admit_seconds", &MembershipChange::admit_seconds)
-      .def_readonly("state_seconds", &MembershipChange::state_seconds)
-      .def_readonly("state_bytes", &MembershipChange::state_bytes)
-      .def_readonly("attempts", &MembershipChange::attempts)
-      .def("__repr__", [](const MembershipChange& c) {
-        return "MembershipChange(epoch " + std::to_string(c.old_epoch) + " -> " +
-               std::to_string(c.new_epoch) + ", size " + std::to_string(c.old_size) + " -> " +
-               std::to_string(c.new_size) + ", lost=" + ids_text(c.lost) + ", joined=" + ids_text(c.joined) +
-               ", released=" + ids_text(c.released) + ")";
-      });
-
+void bind_communicator(py::module_& m) {
   py::class_<PyRequest>(m, "Request").def("wait", &PyRequest::wait).def("test", &PyRequest::test);
 
   py::class_<PyCommunicator>(m, "Communicator")
@@ -545,7 +454,9 @@ PYBIND11_MODULE(_core, m) {
       // this object alive while it uses it).
       .def("_capsule", [](PyCommunicator& c) { return py::capsule(&c.get(), "ringmend.Communicator"); })
       .def("unregister_state", &PyCommunicator::unregister_state, py::arg("name"));
+}
 
+void bind_runtime(py::module_& m) {
   py::class_<PyRuntime>(m, "Runtime")
       .def(py::init<const py::dict&, const py::dict&>(), py::arg("options") = py::dict(),
            py::arg("state") = py::dict())
@@ -559,7 +470,9 @@ PYBIND11_MODULE(_core, m) {
                              [](PyRuntime& r) { return r.get().fault_tolerance_status(); })
       .def_property_readonly("closed", &PyRuntime::closed)
       .def("close", &PyRuntime::close);
+}
 
+void bind_functions(py::module_& m) {
   m.def("version", &version);
   m.def("ft_mpirun_args", &ft_mpirun_args);
   m.def(
@@ -580,4 +493,16 @@ PYBIND11_MODULE(_core, m) {
         });
       },
       py::arg("sink"));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "ringmend's C++ API (use the package `ringmend`)";
+  ringmend::python::bind_enums(m);
+  ringmend::python::bind_errors(m);
+  ringmend::python::bind_results(m);
+  bind_communicator(m);
+  bind_runtime(m);
+  bind_functions(m);
 }
