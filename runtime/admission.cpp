@@ -274,14 +274,8 @@ MembershipChange Communicator::Impl::recovered_through_pool(const membership::Me
                                                             const std::string& cause,
                                                             const std::vector<membership::MemberId>& lost,
                                                             const PoolRecovery& r) {
-  MembershipChange change;
-  change.old_epoch = r.old_epoch;
-  change.new_epoch = epoch_->number;
-  change.lost = lost;
+  MembershipChange change = change_to_current(r.old_epoch, r.old_size, lost);
   change.joined = missing_from(epoch_->members, r.old_members);
-  change.old_size = r.old_size;
-  change.new_size = epoch_->size;
-  change.new_rank = epoch_->app_rank();
   change.admit_seconds = change.joined.empty() ? 0 : state_seconds_;
   change.recovery_seconds = seconds_since(r.start) - change.admit_seconds;
   change.shrink_seconds = r.shrink_seconds;

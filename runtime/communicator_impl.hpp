@@ -304,6 +304,10 @@ struct Communicator::Impl final : transport::WaitContext {
   std::optional<CallFailure> attempt(CallInProgress& p);
   void recover_in_call(CallInProgress& p, const CallFailure& f);
   RecoveryOutcome recover(const membership::MemberInfo& mine, const std::string& cause);
+  // A change from `old_epoch` (of `old_size` members, `lost` gone) to the
+  // current epoch, for the application.
+  MembershipChange change_to_current(std::uint64_t old_epoch, int old_size,
+                                     const std::vector<membership::MemberId>& lost) const;
   // recover()'s parts (recovery.cpp).
   struct RecoveryRecord;
   bool shrink_and_rebuild(const membership::MemberInfo& mine, int attempt, RecoveryOutcome& out,

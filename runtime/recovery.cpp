@@ -348,18 +348,24 @@ bool Communicator::Impl::shrink_and_rebuild(const membership::MemberInfo& mine, 
   return true;
 }
 
+MembershipChange Communicator::Impl::change_to_current(std::uint64_t old_epoch, int old_size,
+                                                       const std::vector<membership::MemberId>& lost) const {
+  MembershipChange change;
+  change.old_epoch = old_epoch;
+  change.new_epoch = epoch_->number;
+  change.lost = lost;
+  change.old_size = old_size;
+  change.new_size = epoch_->size;
+  change.new_rank = epoch_->app_rank();
+  return change;
+}
+
 // The change a recovery made, and one line for the operator (from the new
 // epoch's first rank; the others say it at debug level).
 MembershipChange Communicator::Impl::recovered(const membership::MemberInfo& mine, const std::string& cause,
                                                const std::vector<membership::MemberId>& lost,
                                                const RecoveryRecord& rec) {
-  MembershipChange change;
-  change.old_epoch = rec.old_epoch;
-  change.new_epoch = epoch_->number;
-  change.lost = lost;
-  change.old_size = rec.old_size;
-  change.new_size = epoch_->size;
-  change.new_rank = epoch_->app_rank();
+  MembershipChange change = change_to_current(rec.old_epoch, rec.old_size, lost);
   change.recovery_seconds = seconds_since(rec.start);
   change.shrink_seconds = rec.shrink_seconds;
   change.rebuild_seconds = rec.rebuild_seconds;
