@@ -19,44 +19,6 @@
 
 namespace ringmend::bench {
 
-std::optional<std::size_t> parse_bytes(std::string_view text) {
-  unsigned long long v = 0;
-  const char* begin = text.data();
-  const char* end = text.data() + text.size();
-  auto [p, ec] = std::from_chars(begin, end, v);
-  if (ec != std::errc() || p == begin) return std::nullopt;
-  std::string_view suffix(p, static_cast<std::size_t>(end - p));
-  int shift = 0;
-  if (suffix == "K" || suffix == "k")
-    shift = 10;
-  else if (suffix == "M" || suffix == "m")
-    shift = 20;
-  else if (suffix == "G" || suffix == "g")
-    shift = 30;
-  else if (!suffix.empty())
-    return std::nullopt;
-  if (shift > 0 && v > (std::numeric_limits<unsigned long long>::max() >> shift)) return std::nullopt;
-  return static_cast<std::size_t>(v << shift);
-}
-
-std::optional<int> parse_int(std::string_view text, long lo, long hi) {
-  const std::string v(text);
-  char* end = nullptr;
-  const long x = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || end != v.c_str() + v.size() || x < lo || x > hi) return std::nullopt;
-  return static_cast<int>(x);
-}
-
-std::optional<ringmend::DataType> parse_type(std::string_view name) {
-  using ringmend::DataType;
-  constexpr std::pair<std::string_view, DataType> kNames[] = {
-      {"float", DataType::Float32}, {"double", DataType::Float64}, {"int", DataType::Int32},
-      {"long", DataType::Int64},    {"half", DataType::Float16},   {"bfloat16", DataType::BFloat16}};
-  for (const auto& [text, type] : kNames)
-    if (name == text) return type;
-  return std::nullopt;
-}
-
 MPI_Datatype mpi_type_of(ringmend::DataType t) {
   switch (t) {
     case ringmend::DataType::Float32:
@@ -72,22 +34,6 @@ MPI_Datatype mpi_type_of(ringmend::DataType t) {
       break;
   }
   return MPI_DATATYPE_NULL;
-}
-
-bool parse_size_range(std::string_view text, std::size_t& min_bytes, std::size_t& max_bytes) {
-  const auto colon = text.find(':');
-  if (colon == std::string_view::npos) {
-    auto hi = parse_bytes(text);
-    if (!hi) return false;
-    max_bytes = *hi;
-    return true;
-  }
-  auto lo = parse_bytes(text.substr(0, colon));
-  auto hi = parse_bytes(text.substr(colon + 1));
-  if (!lo || !hi) return false;
-  min_bytes = *lo;
-  max_bytes = *hi;
-  return true;
 }
 
 std::vector<std::size_t> size_sweep(std::size_t min_bytes, std::size_t max_bytes, std::size_t granule) {

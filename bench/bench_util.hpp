@@ -1,4 +1,4 @@
-// Pieces shared by the benchmark programs: size parsing and sweeps, job
+// Pieces shared by the benchmark programs (with MPI): size sweeps, job
 // placement (ranks, nodes), run metadata, and a small JSON writer.
 #pragma once
 
@@ -15,18 +15,6 @@
 
 namespace ringmend::bench {
 
-// "4096", "64K", "4M", "1G" (powers of 1024). Empty optional on bad input.
-std::optional<std::size_t> parse_bytes(std::string_view text);
-
-// OSU's -m [MIN:]MAX. Returns false on bad input; MIN keeps its value when
-// only MAX is given.
-bool parse_size_range(std::string_view text, std::size_t& min_bytes, std::size_t& max_bytes);
-
-// A whole decimal number in [lo, hi]; nullopt for anything else.
-std::optional<int> parse_int(std::string_view text, long lo, long hi);
-
-// -T's type names: float, double, int, long, half, bfloat16.
-std::optional<ringmend::DataType> parse_type(std::string_view name);
 // The MPI datatype of `t`; MPI_DATATYPE_NULL for float16 and bfloat16
 // (MPI has no 16-bit float type).
 MPI_Datatype mpi_type_of(ringmend::DataType t);

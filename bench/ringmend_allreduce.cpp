@@ -1,20 +1,6 @@
 // OSU-style allreduce latency/bandwidth benchmark for ringmend, side by side
-// with MPI_Allreduce of the same MPI in the same job.
-//
-//   ringmend_allreduce [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f] [-c]
-//                      [-T float|double|int|long|half|bfloat16] [--impl ringmend|mpi|both]
-//                      [--bound | --no-bound] [--bound-stat best|median]
-//                      [--json FILE]
-//
-// Avg Latency is the mean over ranks of each rank's mean time per call (as
-// OSU computes it); Min/Max (-f) are the smallest and largest per-rank means.
-// algbw = size / time, busbw = algbw * 2(n-1)/n (nccl-tests' definitions).
-//
-// Memory bound (on by default when all ranks share one node): the time this
-// node needs for the least memory traffic of an allreduce of S bytes
-// (memory_bound.hpp), measured before the sweep; bound = its busbw, and
-// bound% = busbw / bound. A measurement above 100 % would mean the model is
-// wrong; the program says so. See bench/README.md.
+// with MPI_Allreduce of the same MPI in the same job. The options and the
+// columns: kAbout and kColumns below (what --help prints), bench/README.md.
 #include <mpi.h>
 
 #include <algorithm>
@@ -26,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_cli.hpp"
 #include "bench/bench_util.hpp"
 #include "bench/memory_bound.hpp"
 #include "ringmend/ringmend.hpp"
@@ -47,74 +34,49 @@ struct Options {
   std::string json;
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(
-      stderr,
-      "ringmend_allreduce: %s\n"
-      "usage: ringmend_allreduce [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f] [-c]\n"
-      "                          [-T float|double|int|long|half|bfloat16] [--impl ringmend|mpi|both]\n"
-      "                          [--bound | --no-bound] [--bound-stat best|median]\n"
-      "                          [--json FILE]\n",
-      why.c_str());
-  std::exit(2);
-}
+// The head of --help: what the program measures and how to read it.
+constexpr const char* kAbout =
+    "OSU-style allreduce latency/bandwidth benchmark for ringmend, side by side with MPI_Allreduce of the "
+    "same MPI in the same job.";
+constexpr const char* kColumns =
+    R"(Avg Latency is the mean over ranks of each rank's mean time per call (as OSU
+computes it); Min/Max (-f) are the smallest and largest per-rank means.
+algbw = size / time, busbw = algbw * 2(n-1)/n (nccl-tests' definitions).
+The operation is always sum; buffers are out of place and reused (as OSU).
 
-int parse_int(const std::string& opt, const std::string& v) {
-  if (auto x = rb::parse_int(v, 0, 1000000000)) return *x;
-  usage("bad value '" + v + "' for " + opt);
-}
+Memory bound (on by default when all ranks share one node): the time this
+node needs for the least memory traffic of an allreduce of S bytes
+(memory_bound.hpp), measured before the sweep; bound = its busbw, and
+bound% = busbw / bound. A measurement above 100 % would mean the model is
+wrong; the program says so. See bench/README.md.)";
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) usage("missing value after " + a);
-      return argv[++i];
-    };
-    if (a == "-m") {
-      const std::string v = next();
-      if (!rb::parse_size_range(v, o.min_bytes, o.max_bytes)) usage("bad size range '" + v + "'");
-    } else if (a == "-i") {
-      o.iters = parse_int(a, next());
-    } else if (a == "-x") {
-      o.warmup = parse_int(a, next());
-    } else if (a == "-f") {
-      o.full = true;
-    } else if (a == "-c") {
-      o.validate = true;
-    } else if (a == "-T") {
-      const std::string t = next();
-      const auto type = rb::parse_type(t);
-      if (!type) usage("unknown type '" + t + "'");
-      o.type = *type;
-    } else if (a == "--impl") {
-      o.impl = next();
-      if (o.impl != "ringmend" && o.impl != "mpi" && o.impl != "both")
-        usage("--impl takes ringmend, mpi or both");
-    } else if (a == "--bound") {
-      o.bound = Bound::On;
-    } else if (a == "--no-bound") {
-      o.bound = Bound::Off;
-    } else if (a == "--bound-stat") {
-      const std::string s = next();
-      if (s == "best")
-        o.bound_stat = rb::BoundOptions::Statistic::Best;
-      else if (s == "median")
-        o.bound_stat = rb::BoundOptions::Statistic::Median;
-      else
-        usage("--bound-stat takes best or median");
-    } else if (a == "--json") {
-      o.json = next();
-      if (o.json.empty()) usage("--json needs a file name");
-    } else {
-      usage("unknown option '" + a + "'");
-    }
-  }
-  if ((o.iters && *o.iters <= 0) || o.min_bytes == 0 || o.min_bytes > o.max_bytes)
-    usage("bad -i/-x/-m values");
-  if (ringmend::size_of(o.type) == 2 && o.impl != "ringmend")
-    usage("MPI has no 16-bit float type: -T half and -T bfloat16 need --impl ringmend");
+  rb::Cli cli("ringmend_allreduce", kAbout, kColumns);
+  cli.add_message_sizes(o.min_bytes, o.max_bytes, 1);
+  cli.add_iterations(o.iters, "timed calls per size (default: OSU's, 1000 up to 8 KiB, 100 above)");
+  cli.add_warmup(o.warmup, "warm-up calls per size (default: OSU's, 200 up to 8 KiB, 20 above)");
+  cli.add_full(o.full);
+  cli.add_validation(o.validate);
+  cli.add_type(o.type, {"float", "double", "int", "long", "half", "bfloat16"});
+  cli.add_impl(o.impl, {"ringmend", "mpi", "both"});
+  auto* on = cli.app().add_flag_function(
+      "--bound", [&o](std::int64_t) { o.bound = Bound::On; }, "memory-bound columns (default: on one node)");
+  auto* off = cli.app().add_flag_function(
+      "--no-bound", [&o](std::int64_t) { o.bound = Bound::Off; }, "no memory-bound columns");
+  on->excludes(off);
+  cli.add_choice(
+         "--bound-stat", o.bound_stat,
+         {{"best", rb::BoundOptions::Statistic::Best}, {"median", rb::BoundOptions::Statistic::Median}},
+         "statistic of the bound's trials")
+      ->default_str("best");
+  cli.add_json(o.json);
+  cli.add_check([&o]() -> std::string {
+    if (ringmend::size_of(o.type) == 2 && o.impl != "ringmend")
+      return "MPI has no 16-bit float type: --type half and --type bfloat16 need --impl ringmend";
+    return {};
+  });
+  cli.parse(argc, argv);
   return o;
 }
 

@@ -77,6 +77,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/bench_cli.hpp"
 #include "bench/bench_util.hpp"
 #include "ringmend/ringmend.hpp"
 
@@ -122,75 +123,41 @@ struct Options {
   std::string json;
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "%s: %s\n"
-               "usage: %s [--mode ringmend|ulfm] [--init-only] [-r ROUNDS] [-s SIZE] [--settle N]\n"
-               "       [--phase start|reduce_scatter] [--victim middle|last] [--spares S] [--state SIZE]\n"
-               "       [--record FILE] [--json FILE]\n",
-               kProgram, why.c_str(), kProgram);
-  std::exit(2);
-}
-
-int parse_int(const std::string& opt, const std::string& v, long lo) {
-  if (auto x = rb::parse_int(v, lo, 1000000)) return *x;
-  usage("bad value '" + v + "' for " + opt);
-}
-
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) usage("missing value after " + a);
-      return argv[++i];
-    };
-    if (a == "--mode") {
-      const std::string m = next();
-      if (m == "ringmend")
-        o.mode = Mode::Ringmend;
-      else if (m == "ulfm")
-        o.mode = Mode::Ulfm;
-      else if (m == "init")
-        o.mode = Mode::InitOnly;
-      else
-        usage("--mode takes ringmend, ulfm or init");
-    } else if (a == "--init-only") {
-      o.mode = Mode::InitOnly;
-    } else if (a == "-r" || a == "--rounds") {
-      o.rounds = parse_int(a, next(), 1);
-    } else if (a == "-s" || a == "--size") {
-      const std::string v = next();
-      const auto b = rb::parse_bytes(v);
-      if (!b || *b < sizeof(float) || *b > (std::size_t{1} << 30)) usage("bad size '" + v + "' (4 B to 1G)");
-      o.bytes = *b / sizeof(float) * sizeof(float);
-    } else if (a == "--settle") {
-      o.settle = parse_int(a, next(), 0);
-    } else if (a == "--phase") {
-      o.phase = next();
-      // Later phases may let the survivors complete the call without the
-      // victim (then the failure is noticed in a later call).
-      if (o.phase != "start" && o.phase != "reduce_scatter") usage("--phase takes start or reduce_scatter");
-    } else if (a == "--victim") {
-      o.victim = next();
-      if (o.victim != "middle" && o.victim != "last") usage("--victim takes middle or last");
-    } else if (a == "--spares") {
-      o.spares = parse_int(a, next(), 0);
-    } else if (a == "--state") {
-      const std::string v = next();
-      const auto b = rb::parse_bytes(v);
-      if (!b || *b > (std::size_t{1} << 30)) usage("bad state size '" + v + "' (0 to 1G)");
-      o.state_bytes = *b;
-    } else if (a == "--record") {
-      o.record = next();
-      if (o.record.empty()) usage("--record needs a file name");
-    } else if (a == "--json") {
-      o.json = next();
-      if (o.json.empty()) usage("--json needs a file name");
-    } else {
-      usage("unknown option '" + a + "'");
-    }
-  }
+  rb::Cli cli(kProgram,
+              "Recovery from a rank failure, timed from the moment of death: each round, after --settle "
+              "allreduces and a barrier, one rank SIGKILLs itself in an allreduce of --size bytes (float, "
+              "sum), the survivors recover and complete it, and each phase's time (the largest over the "
+              "survivors) is printed.",
+              "The moment of death is read from a file the victim appends to just before SIGKILL "
+              "(RINGMEND_FAULT_RECORD): all ranks must see that file and share the clock. World rank 0 is "
+              "never killed. The columns of each mode: bench/README.md, \"Recovery\".");
+  cli.add_choice("--mode", o.mode,
+                 {{"ringmend", Mode::Ringmend}, {"ulfm", Mode::Ulfm}, {"init", Mode::InitOnly}},
+                 "what recovers: the runtime, plain MPI with ULFM, or no failure (as --init-only)")
+      ->default_str("ringmend");
+  cli.app().add_flag_callback(
+      "--init-only", [&o] { o.mode = Mode::InitOnly; },
+      "no failure: MPI_Init, Runtime start, one allreduce, shutdown (a restarted "
+      "job's work)");
+  cli.add_count("-r,--rounds", o.rounds, 1, 1000000, "rounds, each killing one rank (needs N+1 ranks)");
+  cli.add_byte_size("-s,--size", o.bytes, sizeof(float), std::size_t{1} << 30,
+                    "bytes per rank of the allreduces (rounded down to whole floats)");
+  cli.add_count("--settle", o.settle, 0, 1000000, "allreduces before each kill");
+  // Later phases may let the survivors complete the call without the victim
+  // (then the failure is noticed in a later call).
+  cli.add_name("--phase", o.phase, {"start", "reduce_scatter"}, "where the victim dies (ringmend mode)");
+  cli.add_name("--victim", o.victim, {"middle", "last"}, "which rank of the current membership dies");
+  cli.add_count("--spares", o.spares, 0, 1000000,
+                "the last S processes wait as spares; one replaces each victim")
+      ->type_name("S");
+  cli.add_byte_size("--state", o.state_bytes, 0, std::size_t{1} << 30,
+                    "registered state a spare receives when it joins");
+  cli.add_file("--record", o.record, "the record file of the times of death (default: a temporary file)");
+  cli.add_json(o.json);
+  cli.parse(argc, argv);
+  o.bytes = o.bytes / sizeof(float) * sizeof(float);
   return o;
 }
 
