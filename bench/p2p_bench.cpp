@@ -498,44 +498,29 @@ int run(int argc, char** argv, P2PMode mode) {
   mpi.reset();
 
   if (json_file.file) {
-    JsonWriter json;
-    json.begin_object();
-    json.field("benchmark", mode == P2PMode::Bandwidth     ? "p2p_bw"
-                            : mode == P2PMode::BiBandwidth ? "p2p_bibw"
-                                                           : "p2p_latency");
-    json.key("run").begin_object();
-    write_run_info(json, info);
-    json.end_object();
-    json.key("parameters").begin_object();
-    json.field("min_bytes", o.min_bytes);
-    json.field("max_bytes", o.max_bytes);
-    json.field("impl", o.impl);
-    if (run_r)
-      json.field("transport", transport);
-    else
-      json.key("transport").null();
-    if (windowed(mode)) json.field("window", o.window);
-    json.key("measured_ranks").begin_array().value(0).value(1).end_array();
-    json.field("same_node", same_node);
-    json.end_object();
-    json.key("rows").begin_array();
+    Json parameters = {{"min_bytes", o.min_bytes},
+                       {"max_bytes", o.max_bytes},
+                       {"impl", o.impl},
+                       {"transport", run_r ? Json(transport) : Json(nullptr)}};
+    if (windowed(mode)) parameters["window"] = o.window;
+    parameters["measured_ranks"] = {0, 1};
+    parameters["same_node"] = same_node;
+    Json json_rows = Json::array();
     for (const Row& r : rows) {
-      json.begin_object();
-      json.field("size", r.bytes);
-      json.field("impl", r.impl);
-      json.field("transport", r.transport);
-      if (windowed(mode))
-        json.field("bandwidth_MBps", r.value);
-      else
-        json.field("latency_us", r.value);
-      json.field("iterations", r.iters);
-      json.field("warmup", r.warmup);
-      if (windowed(mode)) json.field("window", o.window);
-      json.end_object();
+      Json row = {{"size", r.bytes}, {"impl", r.impl}, {"transport", r.transport}};
+      row[windowed(mode) ? "bandwidth_MBps" : "latency_us"] = r.value;
+      row["iterations"] = r.iters;
+      row["warmup"] = r.warmup;
+      if (windowed(mode)) row["window"] = o.window;
+      json_rows.push_back(std::move(row));
     }
-    json.end_array();
-    json.end_object();
-    if (!finish_json_file(json_file, json, o.json, prog)) status = 1;
+    const Json doc = {{"benchmark", mode == P2PMode::Bandwidth     ? "p2p_bw"
+                                    : mode == P2PMode::BiBandwidth ? "p2p_bibw"
+                                                                   : "p2p_latency"},
+                      {"run", run_json(info)},
+                      {"parameters", parameters},
+                      {"rows", json_rows}};
+    if (!finish_json_file(json_file, doc, o.json, prog)) status = 1;
   }
   if (pair != MPI_COMM_NULL) MPI_Comm_free(&pair);
   MPI_Comm_free(&layout.node_comm);

@@ -175,26 +175,16 @@ long count_wrong(const std::vector<std::byte>& out, std::size_t count, ringmend:
   return wrong;
 }
 
-void json_row(rb::JsonWriter& json, const Row& r, const std::string& type, int iters, int warmup) {
-  json.begin_object();
-  json.field("size", r.bytes);
-  json.field("count", r.count);
-  json.field("type", type);
-  json.field("op", "sum");
-  json.field("impl", r.impl);
-  json.field("avg_latency_us", r.s.avg_us);
-  json.field("min_latency_us", r.s.min_us);
-  json.field("max_latency_us", r.s.max_us);
-  json.field("algbw_GBps", r.algbw);
-  json.field("busbw_GBps", r.busbw);
-  json.field("ratio", r.ratio);
-  json.field("bound_traffic_GBps", r.traffic);
-  json.field("bound_busbw_GBps", r.bound_busbw);
-  json.field("bound_pct", r.bound_pct);
-  json.field("wrong", r.wrong);
-  json.field("iterations", iters);
-  json.field("warmup", warmup);
-  json.end_object();
+rb::Json row_json(const Row& r, const std::string& type, int iters, int warmup) {
+  rb::Json row = rb::allreduce_row(r.bytes, r.count, type, r.impl, r.s, r.algbw, r.busbw);
+  row["ratio"] = rb::or_null(r.ratio);
+  row["bound_traffic_GBps"] = rb::or_null(r.traffic);
+  row["bound_busbw_GBps"] = rb::or_null(r.bound_busbw);
+  row["bound_pct"] = rb::or_null(r.bound_pct);
+  row["wrong"] = rb::or_null(r.wrong);
+  row["iterations"] = iters;
+  row["warmup"] = warmup;
+  return row;
 }
 
 }  // namespace
@@ -325,42 +315,34 @@ int run(int argc, char** argv) {
 
   int status = 0;
   if (json_file.file) {
-    rb::JsonWriter json;
-    json.begin_object();
-    json.field("benchmark", "allreduce");
-    json.key("run").begin_object();
-    rb::write_run_info(json, info);
-    json.end_object();
-    json.key("parameters").begin_object();
-    json.field("min_bytes", o.min_bytes);
-    json.field("max_bytes", o.max_bytes);
-    // null: OSU's defaults by size (each row gives its count)
-    json.field("iterations", o.iters);
-    json.field("warmup", o.warmup);
-    json.field("type", type_name);
-    json.field("op", "sum");
-    json.field("impl", o.impl);
-    json.field("validate", o.validate);
-    json.field("busbw_factor", bus);
-    json.field("bound", bounded);
-    if (bounded) {
-      json.key("bound_model").begin_object();
-      json.field("traffic_per_rank", "(2n-1)/n*S read + S written");
-      json.field("t_bound",
-                 "time of that traffic on each rank's own buffers in 64 KiB blocks, all ranks at once");
-      json.field("busbw_bound", "S/t_bound*2(n-1)/n");
-      json.field("statistic", o.bound_stat == rb::BoundOptions::Statistic::Best ? "best" : "median");
-      json.field("trials", probe.trials);
-      json.field("ranks_per_node", layout.max_ranks_per_node);
-      json.end_object();
-    }
-    json.end_object();
-    json.key("rows").begin_array();
+    const char* statistic = o.bound_stat == rb::BoundOptions::Statistic::Best ? "best" : "median";
+    rb::Json parameters = {{"min_bytes", o.min_bytes},
+                           {"max_bytes", o.max_bytes},
+                           // null: OSU's defaults by size (each row gives its count)
+                           {"iterations", rb::or_null(o.iters)},
+                           {"warmup", rb::or_null(o.warmup)},
+                           {"type", type_name},
+                           {"op", "sum"},
+                           {"impl", o.impl},
+                           {"validate", o.validate},
+                           {"busbw_factor", bus},
+                           {"bound", bounded}};
+    if (bounded)
+      parameters["bound_model"] = {
+          {"traffic_per_rank", "(2n-1)/n*S read + S written"},
+          {"t_bound", "time of that traffic on each rank's own buffers in 64 KiB blocks, all ranks at once"},
+          {"busbw_bound", "S/t_bound*2(n-1)/n"},
+          {"statistic", statistic},
+          {"trials", probe.trials},
+          {"ranks_per_node", layout.max_ranks_per_node}};
+    rb::Json json_rows = rb::Json::array();
     for (const Row& row : rows)
-      json_row(json, row, type_name, iterations(o, row.bytes), warmups(o, row.bytes));
-    json.end_array();
-    json.end_object();
-    if (!rb::finish_json_file(json_file, json, o.json, "ringmend_allreduce")) status = 1;
+      json_rows.push_back(row_json(row, type_name, iterations(o, row.bytes), warmups(o, row.bytes)));
+    const rb::Json doc = {{"benchmark", "allreduce"},
+                          {"run", rb::run_json(info)},
+                          {"parameters", parameters},
+                          {"rows", json_rows}};
+    if (!rb::finish_json_file(json_file, doc, o.json, "ringmend_allreduce")) status = 1;
   }
   MPI_Comm_free(&layout.node_comm);
   return status;

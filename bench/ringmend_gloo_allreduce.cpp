@@ -340,48 +340,31 @@ int main(int argc, char** argv) {
   }
 
   if (json_file.file) {
-    rb::JsonWriter json;
-    json.begin_object();
-    json.field("benchmark", "gloo_allreduce");
-    json.key("run").begin_object();
-    rb::write_run_info(json, info);
-    json.field("gloo_version", std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) +
-                                   "." + std::to_string(GLOO_VERSION_PATCH));
-    json.end_object();
-    json.key("parameters").begin_object();
-    json.field("min_bytes", o.min_bytes);
-    json.field("max_bytes", o.max_bytes);
-    // null: OSU's defaults by size (each row gives its count)
-    json.field("iterations", o.iters);
-    json.field("warmup", o.warmup);
-    json.field("type", name_of(o.type));
-    json.field("op", "sum");
-    json.field("algorithm", o.algo);
-    json.field("transport", "tcp");
-    json.field("listen", where);
-    json.field("busbw_factor", bus);
-    json.end_object();
-    json.key("rows").begin_array();
+    rb::Json run = rb::run_json(info);
+    run["gloo_version"] = std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) +
+                          "." + std::to_string(GLOO_VERSION_PATCH);
+    const rb::Json parameters = {{"min_bytes", o.min_bytes},
+                                 {"max_bytes", o.max_bytes},
+                                 // null: OSU's defaults by size (each row gives its count)
+                                 {"iterations", rb::or_null(o.iters)},
+                                 {"warmup", rb::or_null(o.warmup)},
+                                 {"type", name_of(o.type)},
+                                 {"op", "sum"},
+                                 {"algorithm", o.algo},
+                                 {"transport", "tcp"},
+                                 {"listen", where},
+                                 {"busbw_factor", bus}};
+    rb::Json json_rows = rb::Json::array();
     for (const Row& r : rows) {
-      json.begin_object();
-      json.field("size", r.bytes);
-      json.field("count", r.count);
-      json.field("type", name_of(o.type));
-      json.field("op", "sum");
-      json.field("impl", "gloo");
-      json.field("avg_latency_us", r.s.avg_us);
-      json.field("min_latency_us", r.s.min_us);
-      json.field("max_latency_us", r.s.max_us);
-      json.field("algbw_GBps", r.algbw);
-      json.field("busbw_GBps", r.busbw);
-      json.field("wrong", r.wrong);
-      json.field("iterations", iterations(o, r.bytes));
-      json.field("warmup", warmups(o, r.bytes));
-      json.end_object();
+      rb::Json row = rb::allreduce_row(r.bytes, r.count, name_of(o.type), "gloo", r.s, r.algbw, r.busbw);
+      row["wrong"] = rb::or_null(r.wrong);
+      row["iterations"] = iterations(o, r.bytes);
+      row["warmup"] = warmups(o, r.bytes);
+      json_rows.push_back(std::move(row));
     }
-    json.end_array();
-    json.end_object();
-    if (!rb::finish_json_file(json_file, json, o.json, "ringmend_gloo_allreduce")) status = 1;
+    const rb::Json doc = {
+        {"benchmark", "gloo_allreduce"}, {"run", run}, {"parameters", parameters}, {"rows", json_rows}};
+    if (!rb::finish_json_file(json_file, doc, o.json, "ringmend_gloo_allreduce")) status = 1;
   }
   MPI_Comm_free(&layout.node_comm);
   MPI_Finalize();
