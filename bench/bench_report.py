@@ -7,6 +7,8 @@
   bench_report.py readme RESULTS_DIR README [--check]
                                             (the README's speed section from RESULTS_DIR/summary.json;
                                              --check: exit 1 when the README holds something else)
+  bench_report.py check FILE...             (exit 1 unless every result file follows the schema of
+                                             bench/README.md, "JSON files")
 
 The report reads RESULTS_DIR/runs.tsv (one line per job: part, config,
 benchmark, repeat, ranks, exit status, wall seconds, JSON file, log file) and
@@ -967,6 +969,108 @@ def readme(d, path, check):
     return 0
 
 
+# ------------------------------------------------------------------ check
+
+# The result files' schema (bench/README.md, "JSON files"): the keys every
+# file of a kind has, with their types. A program may write more.
+NUM = (int, float)
+INT_OR_NULL = (int, None)
+NUM_OR_NULL = (int, float, None)
+RUN_KEYS = {"program": str, "date": str, "hostname": str, "ranks": int, "mpi_library_version": str}
+ALLREDUCE_ROW = {
+    "size": int, "count": int, "type": str, "op": str, "impl": str, "avg_latency_us": NUM,
+    "min_latency_us": NUM, "max_latency_us": NUM, "algbw_GBps": NUM, "busbw_GBps": NUM, "wrong": INT_OR_NULL,
+    "iterations": int, "warmup": int,
+}
+SWEEP_PARAMETERS = {"min_bytes": int, "max_bytes": int}
+COLLECTIVE_PARAMETERS = dict(SWEEP_PARAMETERS, iterations=INT_OR_NULL, warmup=INT_OR_NULL, type=str, op=str,
+                             busbw_factor=NUM)
+P2P_PARAMETERS = dict(SWEEP_PARAMETERS, impl=str, transport=(str, None), measured_ranks=list, same_node=bool)
+P2P_ROW = {"size": int, "impl": str, "transport": str, "iterations": int, "warmup": int}
+RECOVERY_ROW = {"round": int, "mode": str, "victim_world_rank": int, "ranks_before": int, "ranks_after": int,
+                "death_time_known": bool, "wrong": int, "ok": bool}
+SCHEMA = {  # benchmark -> (parameters, row)
+    "allreduce": (dict(COLLECTIVE_PARAMETERS, impl=str, validate=bool), ALLREDUCE_ROW),
+    "gloo_allreduce": (dict(COLLECTIVE_PARAMETERS, algorithm=str, transport=str, listen=str), ALLREDUCE_ROW),
+    "p2p_bw": (dict(P2P_PARAMETERS, window=int), dict(P2P_ROW, bandwidth_MBps=NUM, window=int)),
+    "p2p_bibw": (dict(P2P_PARAMETERS, window=int), dict(P2P_ROW, bandwidth_MBps=NUM, window=int)),
+    "p2p_latency": (P2P_PARAMETERS, dict(P2P_ROW, latency_us=NUM)),
+    "recovery": (
+        {"mode": str, "rounds": int, "size": int, "type": str, "op": str, "settle": int, "victim_policy": str,
+         "spares": int, "state_bytes": int, "record_file": str},
+        RECOVERY_ROW,
+    ),
+    "startup": (
+        {"mode": str, "size": int, "type": str},
+        {"ranks": int, "mpi_init_ms": NUM, "runtime_start_ms": NUM, "first_allreduce_ms": NUM,
+         "finalize_ms": NUM, "in_process_ms": NUM},
+    ),
+}
+
+
+def fits(value, kinds):
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    if value is None:
+        return None in kinds
+    if isinstance(value, bool):  # a bool is an int to Python, not to JSON
+        return bool in kinds
+    return any(k is not None and isinstance(value, k) for k in kinds)
+
+
+def schema_problems(data):
+    """What in a result file's document does not follow the schema ([] when all does)."""
+    if not isinstance(data, dict):
+        return ["not a JSON object"]
+    kind = data.get("benchmark")
+    if kind not in SCHEMA:
+        return [f"benchmark {kind!r} is none of {', '.join(SCHEMA)}"]
+    parameters, row = SCHEMA[kind]
+    if kind == "recovery":
+        phases = ULFM_PHASES if (data.get("parameters") or {}).get("mode") == "ulfm" else RINGMEND_PHASES
+        row = dict(row, **{p + "_ms": NUM_OR_NULL for p in phases})
+    problems = []
+
+    def need(obj, keys, where):
+        if not isinstance(obj, dict):
+            problems.append(f"{where} is not an object")
+            return
+        for key, kinds in keys.items():
+            if key not in obj:
+                problems.append(f"{where} has no {key!r}")
+            elif not fits(obj[key], kinds):
+                problems.append(f"{where}[{key!r}] = {obj[key]!r} is not of the schema's type")
+
+    need(data.get("run"), RUN_KEYS, "run")
+    need(data.get("parameters"), parameters, "parameters")
+    rows = data.get("rows")
+    if not isinstance(rows, list):
+        problems.append("rows is not an array")
+        rows = []
+    for i, r in enumerate(rows):
+        need(r, row, f"rows[{i}]")
+    if kind == "recovery" and not isinstance(data.get("summary"), dict):
+        problems.append("a recovery file has no summary object")
+    return problems
+
+
+def check(paths):
+    """Checks result files against the schema; 0 when every one follows it."""
+    bad = 0
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            problems = schema_problems(data)
+        except (OSError, ValueError) as e:
+            problems = [str(e)]
+        if problems:
+            bad += 1
+            print(f"check: {path}: " + "; ".join(problems), file=sys.stderr)
+        else:
+            print(f"check: {path}: {data['benchmark']}, {len(data['rows'])} row(s), as the schema says")
+    return 1 if bad else 0
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "machine":
         opts = {"--command": "", "--mode": "full", "--mpirun": ""}
@@ -979,6 +1083,8 @@ def main(argv):
     if len(argv) == 3 and argv[1] == "loadavg":
         loadavg(argv[2])
         return 0
+    if len(argv) >= 3 and argv[1] == "check":
+        return check(argv[2:])
     if len(argv) == 3 and argv[1] == "report":
         return report(argv[2])
     if len(argv) in (4, 5) and argv[1] == "readme" and (len(argv) == 4 or argv[4] == "--check"):

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <charconv>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -18,44 +16,6 @@
 #endif
 
 namespace ringmend::bench {
-
-std::optional<std::size_t> parse_bytes(std::string_view text) {
-  unsigned long long v = 0;
-  const char* begin = text.data();
-  const char* end = text.data() + text.size();
-  auto [p, ec] = std::from_chars(begin, end, v);
-  if (ec != std::errc() || p == begin) return std::nullopt;
-  std::string_view suffix(p, static_cast<std::size_t>(end - p));
-  int shift = 0;
-  if (suffix == "K" || suffix == "k")
-    shift = 10;
-  else if (suffix == "M" || suffix == "m")
-    shift = 20;
-  else if (suffix == "G" || suffix == "g")
-    shift = 30;
-  else if (!suffix.empty())
-    return std::nullopt;
-  if (shift > 0 && v > (std::numeric_limits<unsigned long long>::max() >> shift)) return std::nullopt;
-  return static_cast<std::size_t>(v << shift);
-}
-
-std::optional<int> parse_int(std::string_view text, long lo, long hi) {
-  const std::string v(text);
-  char* end = nullptr;
-  const long x = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || end != v.c_str() + v.size() || x < lo || x > hi) return std::nullopt;
-  return static_cast<int>(x);
-}
-
-std::optional<ringmend::DataType> parse_type(std::string_view name) {
-  using ringmend::DataType;
-  constexpr std::pair<std::string_view, DataType> kNames[] = {
-      {"float", DataType::Float32}, {"double", DataType::Float64}, {"int", DataType::Int32},
-      {"long", DataType::Int64},    {"half", DataType::Float16},   {"bfloat16", DataType::BFloat16}};
-  for (const auto& [text, type] : kNames)
-    if (name == text) return type;
-  return std::nullopt;
-}
 
 MPI_Datatype mpi_type_of(ringmend::DataType t) {
   switch (t) {
@@ -72,22 +32,6 @@ MPI_Datatype mpi_type_of(ringmend::DataType t) {
       break;
   }
   return MPI_DATATYPE_NULL;
-}
-
-bool parse_size_range(std::string_view text, std::size_t& min_bytes, std::size_t& max_bytes) {
-  const auto colon = text.find(':');
-  if (colon == std::string_view::npos) {
-    auto hi = parse_bytes(text);
-    if (!hi) return false;
-    max_bytes = *hi;
-    return true;
-  }
-  auto lo = parse_bytes(text.substr(0, colon));
-  auto hi = parse_bytes(text.substr(colon + 1));
-  if (!lo || !hi) return false;
-  min_bytes = *lo;
-  max_bytes = *hi;
-  return true;
 }
 
 std::vector<std::size_t> size_sweep(std::size_t min_bytes, std::size_t max_bytes, std::size_t granule) {
@@ -214,193 +158,21 @@ RunInfo run_info(MPI_Comm world, const JobLayout& layout, int argc, char** argv,
 
 // ---------------------------------------------------------------- JSON
 
-std::string JsonWriter::escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out += '"';
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const std::size_t n = s.size();
-  for (std::size_t i = 0; i < n;) {
-    const unsigned char c = p[i];
-    if (c < 0x80) {
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\b':
-          out += "\\b";
-          break;
-        case '\f':
-          out += "\\f";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        default:
-          if (c < 0x20 || c == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-          } else {
-            out += static_cast<char>(c);
-          }
-      }
-      ++i;
-      continue;
-    }
-    // A UTF-8 sequence: copy it if well formed, else emit U+FFFD for one byte.
-    std::size_t len = 0;
-    unsigned lo = 0x80, hi = 0xbf;  // range of the second byte
-    if (c >= 0xc2 && c <= 0xdf)
-      len = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-      len = 3;
-      if (c == 0xe0) lo = 0xa0;
-      if (c == 0xed) hi = 0x9f;  // no surrogates
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      len = 4;
-      if (c == 0xf0) lo = 0x90;
-      if (c == 0xf4) hi = 0x8f;
-    }
-    bool ok = len > 0 && i + len <= n && p[i + 1] >= lo && p[i + 1] <= hi;
-    for (std::size_t k = 2; ok && k < len; ++k) ok = p[i + k] >= 0x80 && p[i + k] <= 0xbf;
-    if (ok) {
-      out.append(reinterpret_cast<const char*>(p + i), len);
-      i += len;
-    } else {
-      out += "\\ufffd";
-      ++i;
-    }
-  }
-  out += '"';
-  return out;
-}
-
-void JsonWriter::newline() {
-  out_ += '\n';
-  out_.append(2 * first_.size(), ' ');
-}
-
-void JsonWriter::before_value() {
-  if (after_key_) {
-    after_key_ = false;
-    return;
-  }
-  if (!first_.empty()) {
-    if (!first_.back()) out_ += ',';
-    first_.back() = false;
-    newline();
-  }
-}
-
-JsonWriter& JsonWriter::begin_object() {
-  before_value();
-  out_ += '{';
-  first_.push_back(true);
-  return *this;
-}
-
-JsonWriter& JsonWriter::end_object() {
-  const bool empty = first_.back();
-  first_.pop_back();
-  if (!empty) newline();
-  out_ += '}';
-  if (first_.empty()) out_ += '\n';
-  return *this;
-}
-
-JsonWriter& JsonWriter::begin_array() {
-  before_value();
-  out_ += '[';
-  first_.push_back(true);
-  return *this;
-}
-
-JsonWriter& JsonWriter::end_array() {
-  const bool empty = first_.back();
-  first_.pop_back();
-  if (!empty) newline();
-  out_ += ']';
-  if (first_.empty()) out_ += '\n';
-  return *this;
-}
-
-JsonWriter& JsonWriter::key(std::string_view name) {
-  before_value();
-  out_ += escape(name);
-  out_ += ": ";
-  after_key_ = true;
-  return *this;
-}
-
-JsonWriter& JsonWriter::value(std::string_view s) {
-  before_value();
-  out_ += escape(s);
-  return *this;
-}
-
-JsonWriter& JsonWriter::value(double v) {
-  if (!std::isfinite(v)) return null();
-  before_value();
-  // Ten significant digits: more than any measurement here resolves.
-  char buf[64];
-  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 10);
-  if (ec != std::errc()) p = buf + std::snprintf(buf, sizeof buf, "%.10g", v);
-  out_.append(buf, p);
-  return *this;
-}
-
-JsonWriter& JsonWriter::value(long long v) {
-  before_value();
-  out_ += std::to_string(v);
-  return *this;
-}
-
-JsonWriter& JsonWriter::value(unsigned long long v) {
-  before_value();
-  out_ += std::to_string(v);
-  return *this;
-}
-
-JsonWriter& JsonWriter::value(bool v) {
-  before_value();
-  out_ += v ? "true" : "false";
-  return *this;
-}
-
-JsonWriter& JsonWriter::null() {
-  before_value();
-  out_ += "null";
-  return *this;
-}
-
-void write_run_info(JsonWriter& json, const RunInfo& info) {
-  json.field("program", info.program);
-  json.field("command_line", info.command_line);
-  json.field("date", info.date_utc);
-  json.field("hostname", info.hostname);
-  json.key("node_hostnames").begin_array();
-  for (const auto& h : info.node_hostnames) json.value(h);
-  json.end_array();
-  json.field("ranks", info.ranks);
-  json.field("nodes", info.nodes);
-  json.field("ranks_per_node", info.ranks_per_node);
-  json.field("min_ranks_per_node", info.min_ranks_per_node);
-  if (info.ringmend_version.empty())
-    json.key("ringmend_version").null();
-  else
-    json.field("ringmend_version", info.ringmend_version);
-  json.field("mpi_library_version", info.mpi_library_version);
-  json.field("mpi_standard", info.mpi_standard);
+Json run_json(const RunInfo& info) {
+  Json run;
+  run["program"] = info.program;
+  run["command_line"] = info.command_line;
+  run["date"] = info.date_utc;
+  run["hostname"] = info.hostname;
+  run["node_hostnames"] = info.node_hostnames;
+  run["ranks"] = info.ranks;
+  run["nodes"] = info.nodes;
+  run["ranks_per_node"] = info.ranks_per_node;
+  run["min_ranks_per_node"] = info.min_ranks_per_node;
+  run["ringmend_version"] = info.ringmend_version.empty() ? Json(nullptr) : Json(info.ringmend_version);
+  run["mpi_library_version"] = info.mpi_library_version;
+  run["mpi_standard"] = info.mpi_standard;
+  return run;
 }
 
 JsonFile open_json_file(MPI_Comm world, const std::string& path, const char* program) {
@@ -420,9 +192,43 @@ JsonFile open_json_file(MPI_Comm world, const std::string& path, const char* pro
   return f;
 }
 
-bool finish_json_file(JsonFile& file, const JsonWriter& json, const std::string& path, const char* program) {
+Json allreduce_row(std::size_t bytes, std::size_t count, const std::string& type, const std::string& impl,
+                   const Stats& s, double algbw, double busbw) {
+  return {{"size", bytes},
+          {"count", count},
+          {"type", type},
+          {"op", "sum"},
+          {"impl", impl},
+          {"avg_latency_us", s.avg_us},
+          {"min_latency_us", s.min_us},
+          {"max_latency_us", s.max_us},
+          {"algbw_GBps", algbw},
+          {"busbw_GBps", busbw}};
+}
+
+namespace {
+
+// Ten significant digits: more than any measurement here resolves, and a
+// file a person can read (a double's shortest exact text has up to 17).
+void round_numbers(Json& value) {
+  if (value.is_number_float()) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.10g", value.get<double>());
+    value = std::strtod(text, nullptr);
+  } else if (value.is_structured()) {
+    for (Json& item : value) round_numbers(item);
+  }
+}
+
+}  // namespace
+
+bool finish_json_file(JsonFile& file, const Json& doc, const std::string& path, const char* program) {
   if (!file.file) return true;
-  const std::string& text = json.text();
+  Json rounded = doc;
+  round_numbers(rounded);
+  // Host names and MPI's version string come from outside: bytes that are no
+  // UTF-8 become U+FFFD rather than an exception. Non-finite numbers are null.
+  const std::string text = rounded.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
   bool ok = std::fwrite(text.data(), 1, text.size(), file.file) == text.size();
   ok = (std::fclose(file.file) == 0) && ok;
   file.file = nullptr;

@@ -1,32 +1,20 @@
-// Pieces shared by the benchmark programs: size parsing and sweeps, job
-// placement (ranks, nodes), run metadata, and a small JSON writer.
+// Pieces shared by the benchmark programs (with MPI): size sweeps, job
+// placement (ranks, nodes), run metadata, and the result files (JSON).
 #pragma once
 
 #include <mpi.h>
 
 #include <cstddef>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "ringmend/core/types.hpp"
 
 namespace ringmend::bench {
 
-// "4096", "64K", "4M", "1G" (powers of 1024). Empty optional on bad input.
-std::optional<std::size_t> parse_bytes(std::string_view text);
-
-// OSU's -m [MIN:]MAX. Returns false on bad input; MIN keeps its value when
-// only MAX is given.
-bool parse_size_range(std::string_view text, std::size_t& min_bytes, std::size_t& max_bytes);
-
-// A whole decimal number in [lo, hi]; nullopt for anything else.
-std::optional<int> parse_int(std::string_view text, long lo, long hi);
-
-// -T's type names: float, double, int, long, half, bfloat16.
-std::optional<ringmend::DataType> parse_type(std::string_view name);
 // The MPI datatype of `t`; MPI_DATATYPE_NULL for float16 and bfloat16
 // (MPI has no 16-bit float type).
 MPI_Datatype mpi_type_of(ringmend::DataType t);
@@ -104,53 +92,24 @@ const char* built_version();
 // first there. Elsewhere the Runtime starts MPI, with its own settings.
 void start_mpi_under_srun(int* argc, char*** argv);
 
-// Streams JSON text with proper string escaping (control characters as
-// \uXXXX, invalid UTF-8 replaced by U+FFFD) and shortest round-trip numbers
-// digits (non-finite numbers as null). Objects and arrays are indented.
-class JsonWriter {
- public:
-  JsonWriter() = default;
-  const std::string& text() const { return out_; }
+// A result file's document (bench/README.md, "JSON files"). Its keys stay in
+// the order they are set (what the run was, then its rows), not sorted.
+using Json = nlohmann::ordered_json;
 
-  JsonWriter& begin_object();
-  JsonWriter& end_object();
-  JsonWriter& begin_array();
-  JsonWriter& end_array();
-  JsonWriter& key(std::string_view name);
+// null where a value does not apply.
+template <class T>
+Json or_null(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
 
-  JsonWriter& value(std::string_view s);
-  JsonWriter& value(const char* s) { return value(std::string_view(s)); }
-  JsonWriter& value(const std::string& s) { return value(std::string_view(s)); }
-  JsonWriter& value(double v);
-  JsonWriter& value(long long v);
-  JsonWriter& value(unsigned long long v);
-  JsonWriter& value(int v) { return value(static_cast<long long>(v)); }
-  JsonWriter& value(long v) { return value(static_cast<long long>(v)); }
-  JsonWriter& value(unsigned long v) { return value(static_cast<unsigned long long>(v)); }
-  JsonWriter& value(bool v);
-  JsonWriter& null();
-  template <class T>
-  JsonWriter& value(const std::optional<T>& v) {
-    return v ? value(*v) : null();
-  }
+// The "run" object of a result file.
+Json run_json(const RunInfo& info);
 
-  template <class T>
-  JsonWriter& field(std::string_view name, const T& v) {
-    key(name);
-    return value(v);
-  }
-
-  static std::string escape(std::string_view s);  // quoted JSON string
-
- private:
-  void before_value();
-  void newline();
-  std::string out_;
-  std::vector<bool> first_;  // per open container: nothing written yet
-  bool after_key_ = false;
-};
-
-void write_run_info(JsonWriter& json, const RunInfo& info);
+// The keys an allreduce row starts with (bench/README.md, "JSON files"): a
+// sum of `count` elements of `type` (bytes per rank), its latencies and
+// bandwidths (GB/s); the program adds its own keys after them.
+Json allreduce_row(std::size_t bytes, std::size_t count, const std::string& type, const std::string& impl,
+                   const Stats& s, double algbw, double busbw);
 
 // Rank 0 opens FILE for writing before a run (so that a bad path fails at
 // once, not after the sweep); every rank learns whether it worked. Returns
@@ -161,7 +120,8 @@ struct JsonFile {
 };
 JsonFile open_json_file(MPI_Comm world, const std::string& path, const char* program);
 
-// Writes `json` and closes the file (rank 0). Returns false on a write error.
-bool finish_json_file(JsonFile& file, const JsonWriter& json, const std::string& path, const char* program);
+// Writes `doc` (indented by 2; invalid UTF-8 in a string as U+FFFD) and
+// closes the file (rank 0). Returns false on a write error.
+bool finish_json_file(JsonFile& file, const Json& doc, const std::string& path, const char* program);
 
 }  // namespace ringmend::bench

@@ -12,7 +12,9 @@
  * --impl names the column in the JSON ("openmpi_default", "mpich"). -c
  * checks every size's result (inputs rank+1, float sum n(n+1)/2, exact)
  * and the exit status is 1 when an element is wrong. Sizes double from MIN
- * to MAX bytes (K, M suffixes), in whole floats.
+ * to MAX bytes (K, M suffixes), in whole floats. The JSON file has the
+ * schema of ringmend_allreduce's (bench/README.md, "JSON files"), with
+ * fewer keys in "run".
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -113,12 +115,18 @@ int main(int argc, char** argv) {
     char date[32];
     const time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    /* null: osu_allreduce's counts by size (each row gives its own) */
+    char iters_text[16] = "null", warmup_text[16] = "null";
+    if (iters > 0) snprintf(iters_text, sizeof iters_text, "%d", iters);
+    if (warmup > 0) snprintf(warmup_text, sizeof warmup_text, "%d", warmup);
     fprintf(json,
             "{\"benchmark\": \"allreduce\", \"run\": {\"program\": \"mpi_allreduce\", \"date\": \"%s\", "
             "\"hostname\": \"%s\", \"ranks\": %d, \"mpi_library_version\": \"%s\"}, \"parameters\": "
-            "{\"min_bytes\": %zu, \"max_bytes\": %zu, \"type\": \"float32\", \"op\": \"sum\", \"impl\": \"%s\", "
-            "\"validate\": %s, \"busbw_factor\": %.17g}, \"rows\": [",
-            date, host, n, version, min_bytes, max_bytes, impl, validate ? "true" : "false", busbw_factor);
+            "{\"min_bytes\": %zu, \"max_bytes\": %zu, \"iterations\": %s, \"warmup\": %s, "
+            "\"type\": \"float32\", \"op\": \"sum\", \"impl\": \"%s\", \"validate\": %s, "
+            "\"busbw_factor\": %.17g}, \"rows\": [",
+            date, host, n, version, min_bytes, max_bytes, iters_text, warmup_text, impl,
+            validate ? "true" : "false", busbw_factor);
   }
   if (rank == 0)
     printf("# mpi_allreduce (%s), %d ranks: %s\n# %10s %16s %12s %8s\n", impl, n, version, "size", "avg us",
@@ -151,7 +159,8 @@ int main(int argc, char** argv) {
     MPI_Reduce(&mine, &hi, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) {
       const double avg = sum / n;
-      const double busbw = avg > 0 ? (double)size / (avg * 1e3) * busbw_factor : 0;
+      const double algbw = avg > 0 ? (double)size / (avg * 1e3) : 0;
+      const double busbw = algbw * busbw_factor;
       printf("  %10zu %16.2f %12.3f %8ld\n", size, avg, busbw, wrong);
       if (json) {
         char wrong_text[32] = "null";
@@ -159,8 +168,9 @@ int main(int argc, char** argv) {
         fprintf(json,
                 "%s{\"size\": %zu, \"count\": %zu, \"type\": \"float32\", \"op\": \"sum\", \"impl\": \"%s\", "
                 "\"avg_latency_us\": %.6f, \"min_latency_us\": %.6f, \"max_latency_us\": %.6f, "
-                "\"busbw_GBps\": %.6f, \"wrong\": %s, \"iterations\": %d, \"warmup\": %d}",
-                first_row ? "" : ", ", size, count, impl, avg, lo, hi, busbw, wrong_text, it, wu);
+                "\"algbw_GBps\": %.6f, \"busbw_GBps\": %.6f, \"wrong\": %s, \"iterations\": %d, "
+                "\"warmup\": %d}",
+                first_row ? "" : ", ", size, count, impl, avg, lo, hi, algbw, busbw, wrong_text, it, wu);
       }
       first_row = 0;
     }

@@ -2,19 +2,10 @@
 // view change costs as the group grows: the inputs of the model at 1,000
 // and 10,000 processes in docs/membership.md ("Cost at scale").
 //
-//   native_view_change [--sizes 4,8,16] [--repeats R]
+//   native_view_change [-n 4,8,16] [-i R]
 //
 // No MPI, no launcher: processes forked on this machine, talking over the
-// loopback.
-//   one-way     a frame's one-way delay: half a round trip between two
-//               processes (10,000 round trips; median)
-//   send        what sending one small frame to one more connected peer
-//               costs the sender (a leader's fan-out), per frame
-//   view change n processes, each its own "node"; after two all-gathers
-//               (every connection open) they wait, the last one is
-//               SIGKILLed, and the time from its death to the new view
-//               installed at every survivor is taken (largest over the
-//               survivors), R times per size: min / median / max
+// loopback. What it measures: kMeasures below (the end of --help).
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -31,12 +22,43 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_cli.hpp"
 #include "membership/native/group.hpp"
 #include "ringmend/core/log.hpp"
 
 using namespace ringmend::membership::native;
 
 namespace {
+
+constexpr const char* kMeasures = R"(  one-way     a frame's one-way delay: half a round trip between two
+              processes (10,000 round trips; median)
+  send        what sending one small frame to one more connected peer
+              costs the sender (a leader's fan-out), per frame
+  view change n processes, each its own "node"; after two all-gathers
+              (every connection open) they wait, the last one is
+              SIGKILLed, and the time from its death to the new view
+              installed at every survivor is taken (largest over the
+              survivors), R times per group size: min / median / max)";
+
+struct Options {
+  std::vector<int> processes{4, 8, 16};
+  int repeats = 5;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  ringmend::bench::Cli cli("native_view_change",
+                           "What the native membership's messages cost on this machine, and what a view "
+                           "change costs as the group grows (the inputs of docs/membership.md's cost model). "
+                           "No MPI: processes forked here, over the loopback.",
+                           kMeasures);
+  cli.add_int_list("-n,--processes", o.processes, 3, 256, 0, "group sizes of the view changes")
+      ->type_name("N,...")
+      ->default_str("4,8,16");
+  cli.add_iterations(o.repeats, "view changes per group size")->capture_default_str();
+  cli.parse(argc, argv);
+  return o;
+}
 
 double wall() {
   timespec t{};
@@ -130,29 +152,7 @@ double one_view_change(int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int> sizes{4, 8, 16};
-  int repeats = 5;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--sizes" && i + 1 < argc) {
-      sizes.clear();
-      for (std::string s = argv[++i]; !s.empty();) {
-        const auto comma = s.find(',');
-        sizes.push_back(std::atoi(s.substr(0, comma).c_str()));
-        s = comma == std::string::npos ? "" : s.substr(comma + 1);
-      }
-    } else if (a == "--repeats" && i + 1 < argc) {
-      repeats = std::atoi(argv[++i]);
-    } else {
-      std::fprintf(stderr, "usage: native_view_change [--sizes 4,8,16] [--repeats R]\n");
-      return 2;
-    }
-  }
-  for (int n : sizes)
-    if (n < 3 || n > 256 || repeats < 1) {
-      std::fprintf(stderr, "native_view_change: sizes between 3 and 256, repeats >= 1\n");
-      return 2;
-    }
+  const Options o = parse(argc, argv);
   ringmend::set_log_level(ringmend::LogLevel::Warn);
 
   // A frame's one-way delay and a fan-out's cost per frame, between two
@@ -214,11 +214,11 @@ int main(int argc, char** argv) {
     std::printf("# sending one frame to one more connected peer: %.2f us median (%zu bytes left queued)\n",
                 median(per_frame), sender.queued_bytes());
   }
-  std::printf("# processes   view change after a death (ms): min  median  max  (%d repeats)\n", repeats);
-  for (int n : sizes) {
+  std::printf("# processes   view change after a death (ms): min  median  max  (%d repeats)\n", o.repeats);
+  for (int n : o.processes) {
     std::vector<double> t;
     int failed = 0;
-    for (int r = 0; r < repeats; ++r) {
+    for (int r = 0; r < o.repeats; ++r) {
       const double ms = one_view_change(n);
       if (ms < 0)
         ++failed;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_cli.hpp"
 #include "bench/bench_util.hpp"
 #include "ringmend/core/options.hpp"
 #include "transport/progress.hpp"
@@ -45,7 +46,7 @@ struct Options {
   int window = 64;
   std::string impl = "both";
   Transport transport = Transport::Ucx;
-  double timeout_s = 60;
+  int timeout_s = 60;
   std::string json;
 };
 
@@ -64,62 +65,52 @@ const char* program(P2PMode m) {
 // The streaming modes (a window of messages in flight, MB/s).
 bool windowed(P2PMode m) { return m != P2PMode::Latency; }
 
-[[noreturn]] void usage(P2PMode mode, const std::string& why) {
-  std::fprintf(stderr,
-               "%s: %s\n"
-               "usage: %s [-m [MIN:]MAX] [-i ITERS] [-x WARMUP]%s [--impl ringmend|mpi|both]\n"
-               "       %*s [--transport ucx|shm] [--timeout SECONDS] [--json FILE]\n",
-               program(mode), why.c_str(), program(mode), windowed(mode) ? " [-W WINDOW]" : "",
-               static_cast<int>(std::strlen(program(mode))), "");
-  std::exit(2);
-}
-
-int parse_int(P2PMode mode, const std::string& opt, const std::string& v, long lo) {
-  if (auto x = bench::parse_int(v, lo, 1000000000)) return *x;
-  usage(mode, "bad value '" + v + "' for " + opt);
+// The head of --help: what the program measures.
+std::string about(P2PMode m) {
+  const std::string over =
+      ", over ringmend's transport (UCX, or shared memory with --transport shm) and over MPI's "
+      "point-to-point.";
+  switch (m) {
+    case P2PMode::Bandwidth:
+      return "osu_bw between ranks 0 and 1 of the job: rank 0 streams windows of messages to rank 1 (MB/s, "
+             "1e6 bytes)" +
+             over;
+    case P2PMode::BiBandwidth:
+      return "osu_bibw between ranks 0 and 1 of the job: both post a window of receives and a window of "
+             "sends "
+             "at once (MB/s of both directions together)" +
+             over;
+    case P2PMode::Latency:
+      break;
+  }
+  return "osu_latency between ranks 0 and 1 of the job: ping-pong, half the round trip in us" + over;
 }
 
 Options parse(int argc, char** argv, P2PMode mode) {
   Options o;
   o.mode = mode;
   o.min_bytes = windowed(mode) ? 1 : 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) usage(mode, "missing value after " + a);
-      return argv[++i];
-    };
-    if (a == "-m") {
-      const std::string v = next();
-      if (!parse_size_range(v, o.min_bytes, o.max_bytes)) usage(mode, "bad size range '" + v + "'");
-    } else if (a == "-i") {
-      o.iters = parse_int(mode, a, next(), 1);
-    } else if (a == "-x") {
-      o.warmup = parse_int(mode, a, next(), 0);
-    } else if (a == "-W" && windowed(mode)) {
-      o.window = parse_int(mode, a, next(), 1);
-    } else if (a == "--impl") {
-      o.impl = next();
-      if (o.impl != "ringmend" && o.impl != "mpi" && o.impl != "both")
-        usage(mode, "--impl takes ringmend, mpi or both");
-    } else if (a == "--transport") {
-      const std::string t = next();
-      if (t == "ucx")
-        o.transport = Transport::Ucx;
-      else if (t == "shm")
-        o.transport = Transport::Shm;
-      else
-        usage(mode, "--transport takes ucx or shm");
-    } else if (a == "--timeout") {
-      o.timeout_s = parse_int(mode, a, next(), 1);
-    } else if (a == "--json") {
-      o.json = next();
-      if (o.json.empty()) usage(mode, "--json needs a file name");
-    } else {
-      usage(mode, "unknown option '" + a + "'");
-    }
-  }
-  if (o.min_bytes > o.max_bytes) usage(mode, "bad -m range");
+  Cli cli(program(mode), about(mode),
+          "Ratio: ringmend / MPI bandwidth, or MPI / ringmend latency; above 1, ringmend's transport is "
+          "faster. See bench/README.md.");
+  cli.add_message_sizes(o.min_bytes, o.max_bytes, 0);
+  cli.add_iterations(o.iters, windowed(mode)
+                                  ? "windows per size (default: OSU's, 100 up to 8 KiB, 20 above)"
+                                  : "round trips per size (default: OSU's, 10000 up to 8 KiB, 1000 "
+                                    "above)");
+  cli.add_warmup(o.warmup, windowed(mode)
+                               ? "warm-up windows per size (default: OSU's, 10 up to 8 KiB, 2 above)"
+                               : "warm-up round trips per size (default: OSU's, 100 up to 8 KiB, 10 "
+                                 "above)");
+  if (windowed(mode))
+    cli.add_count("-W,--window-size", o.window, 1, kMaxCount, "messages in flight per window");
+  cli.add_impl(o.impl, {"ringmend", "mpi", "both"});
+  cli.add_choice("--transport", o.transport, {{"ucx", Transport::Ucx}, {"shm", Transport::Shm}},
+                 "ringmend's transport (shm: ranks 0 and 1 on one node)")
+      ->default_str("ucx");
+  cli.add_timeout(o.timeout_s, "a ringmend wait that makes no progress this long ends the run");
+  cli.add_json(o.json);
+  cli.parse(argc, argv);
   return o;
 }
 
@@ -507,44 +498,29 @@ int run(int argc, char** argv, P2PMode mode) {
   mpi.reset();
 
   if (json_file.file) {
-    JsonWriter json;
-    json.begin_object();
-    json.field("benchmark", mode == P2PMode::Bandwidth     ? "p2p_bw"
-                            : mode == P2PMode::BiBandwidth ? "p2p_bibw"
-                                                           : "p2p_latency");
-    json.key("run").begin_object();
-    write_run_info(json, info);
-    json.end_object();
-    json.key("parameters").begin_object();
-    json.field("min_bytes", o.min_bytes);
-    json.field("max_bytes", o.max_bytes);
-    json.field("impl", o.impl);
-    if (run_r)
-      json.field("transport", transport);
-    else
-      json.key("transport").null();
-    if (windowed(mode)) json.field("window", o.window);
-    json.key("measured_ranks").begin_array().value(0).value(1).end_array();
-    json.field("same_node", same_node);
-    json.end_object();
-    json.key("rows").begin_array();
+    Json parameters = {{"min_bytes", o.min_bytes},
+                       {"max_bytes", o.max_bytes},
+                       {"impl", o.impl},
+                       {"transport", run_r ? Json(transport) : Json(nullptr)}};
+    if (windowed(mode)) parameters["window"] = o.window;
+    parameters["measured_ranks"] = {0, 1};
+    parameters["same_node"] = same_node;
+    Json json_rows = Json::array();
     for (const Row& r : rows) {
-      json.begin_object();
-      json.field("size", r.bytes);
-      json.field("impl", r.impl);
-      json.field("transport", r.transport);
-      if (windowed(mode))
-        json.field("bandwidth_MBps", r.value);
-      else
-        json.field("latency_us", r.value);
-      json.field("iterations", r.iters);
-      json.field("warmup", r.warmup);
-      if (windowed(mode)) json.field("window", o.window);
-      json.end_object();
+      Json row = {{"size", r.bytes}, {"impl", r.impl}, {"transport", r.transport}};
+      row[windowed(mode) ? "bandwidth_MBps" : "latency_us"] = r.value;
+      row["iterations"] = r.iters;
+      row["warmup"] = r.warmup;
+      if (windowed(mode)) row["window"] = o.window;
+      json_rows.push_back(std::move(row));
     }
-    json.end_array();
-    json.end_object();
-    if (!finish_json_file(json_file, json, o.json, prog)) status = 1;
+    const Json doc = {{"benchmark", mode == P2PMode::Bandwidth     ? "p2p_bw"
+                                    : mode == P2PMode::BiBandwidth ? "p2p_bibw"
+                                                                   : "p2p_latency"},
+                      {"run", run_json(info)},
+                      {"parameters", parameters},
+                      {"rows", json_rows}};
+    if (!finish_json_file(json_file, doc, o.json, prog)) status = 1;
   }
   if (pair != MPI_COMM_NULL) MPI_Comm_free(&pair);
   MPI_Comm_free(&layout.node_comm);

@@ -1,20 +1,6 @@
 // OSU-style allreduce latency/bandwidth benchmark for ringmend, side by side
-// with MPI_Allreduce of the same MPI in the same job.
-//
-//   ringmend_allreduce [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f] [-c]
-//                      [-T float|double|int|long|half|bfloat16] [--impl ringmend|mpi|both]
-//                      [--bound | --no-bound] [--bound-stat best|median]
-//                      [--json FILE]
-//
-// Avg Latency is the mean over ranks of each rank's mean time per call (as
-// OSU computes it); Min/Max (-f) are the smallest and largest per-rank means.
-// algbw = size / time, busbw = algbw * 2(n-1)/n (nccl-tests' definitions).
-//
-// Memory bound (on by default when all ranks share one node): the time this
-// node needs for the least memory traffic of an allreduce of S bytes
-// (memory_bound.hpp), measured before the sweep; bound = its busbw, and
-// bound% = busbw / bound. A measurement above 100 % would mean the model is
-// wrong; the program says so. See bench/README.md.
+// with MPI_Allreduce of the same MPI in the same job. The options and the
+// columns: kAbout and kColumns below (what --help prints), bench/README.md.
 #include <mpi.h>
 
 #include <algorithm>
@@ -26,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_cli.hpp"
 #include "bench/bench_util.hpp"
 #include "bench/memory_bound.hpp"
 #include "ringmend/ringmend.hpp"
@@ -47,74 +34,49 @@ struct Options {
   std::string json;
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(
-      stderr,
-      "ringmend_allreduce: %s\n"
-      "usage: ringmend_allreduce [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f] [-c]\n"
-      "                          [-T float|double|int|long|half|bfloat16] [--impl ringmend|mpi|both]\n"
-      "                          [--bound | --no-bound] [--bound-stat best|median]\n"
-      "                          [--json FILE]\n",
-      why.c_str());
-  std::exit(2);
-}
+// The head of --help: what the program measures and how to read it.
+constexpr const char* kAbout =
+    "OSU-style allreduce latency/bandwidth benchmark for ringmend, side by side with MPI_Allreduce of the "
+    "same MPI in the same job.";
+constexpr const char* kColumns =
+    R"(Avg Latency is the mean over ranks of each rank's mean time per call (as OSU
+computes it); Min/Max (-f) are the smallest and largest per-rank means.
+algbw = size / time, busbw = algbw * 2(n-1)/n (nccl-tests' definitions).
+The operation is always sum; buffers are out of place and reused (as OSU).
 
-int parse_int(const std::string& opt, const std::string& v) {
-  if (auto x = rb::parse_int(v, 0, 1000000000)) return *x;
-  usage("bad value '" + v + "' for " + opt);
-}
+Memory bound (on by default when all ranks share one node): the time this
+node needs for the least memory traffic of an allreduce of S bytes
+(memory_bound.hpp), measured before the sweep; bound = its busbw, and
+bound% = busbw / bound. A measurement above 100 % would mean the model is
+wrong; the program says so. See bench/README.md.)";
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) usage("missing value after " + a);
-      return argv[++i];
-    };
-    if (a == "-m") {
-      const std::string v = next();
-      if (!rb::parse_size_range(v, o.min_bytes, o.max_bytes)) usage("bad size range '" + v + "'");
-    } else if (a == "-i") {
-      o.iters = parse_int(a, next());
-    } else if (a == "-x") {
-      o.warmup = parse_int(a, next());
-    } else if (a == "-f") {
-      o.full = true;
-    } else if (a == "-c") {
-      o.validate = true;
-    } else if (a == "-T") {
-      const std::string t = next();
-      const auto type = rb::parse_type(t);
-      if (!type) usage("unknown type '" + t + "'");
-      o.type = *type;
-    } else if (a == "--impl") {
-      o.impl = next();
-      if (o.impl != "ringmend" && o.impl != "mpi" && o.impl != "both")
-        usage("--impl takes ringmend, mpi or both");
-    } else if (a == "--bound") {
-      o.bound = Bound::On;
-    } else if (a == "--no-bound") {
-      o.bound = Bound::Off;
-    } else if (a == "--bound-stat") {
-      const std::string s = next();
-      if (s == "best")
-        o.bound_stat = rb::BoundOptions::Statistic::Best;
-      else if (s == "median")
-        o.bound_stat = rb::BoundOptions::Statistic::Median;
-      else
-        usage("--bound-stat takes best or median");
-    } else if (a == "--json") {
-      o.json = next();
-      if (o.json.empty()) usage("--json needs a file name");
-    } else {
-      usage("unknown option '" + a + "'");
-    }
-  }
-  if ((o.iters && *o.iters <= 0) || o.min_bytes == 0 || o.min_bytes > o.max_bytes)
-    usage("bad -i/-x/-m values");
-  if (ringmend::size_of(o.type) == 2 && o.impl != "ringmend")
-    usage("MPI has no 16-bit float type: -T half and -T bfloat16 need --impl ringmend");
+  rb::Cli cli("ringmend_allreduce", kAbout, kColumns);
+  cli.add_message_sizes(o.min_bytes, o.max_bytes, 1);
+  cli.add_iterations(o.iters, "timed calls per size (default: OSU's, 1000 up to 8 KiB, 100 above)");
+  cli.add_warmup(o.warmup, "warm-up calls per size (default: OSU's, 200 up to 8 KiB, 20 above)");
+  cli.add_full(o.full);
+  cli.add_validation(o.validate);
+  cli.add_type(o.type, {"float", "double", "int", "long", "half", "bfloat16"});
+  cli.add_impl(o.impl, {"ringmend", "mpi", "both"});
+  auto* on = cli.app().add_flag_function(
+      "--bound", [&o](std::int64_t) { o.bound = Bound::On; }, "memory-bound columns (default: on one node)");
+  auto* off = cli.app().add_flag_function(
+      "--no-bound", [&o](std::int64_t) { o.bound = Bound::Off; }, "no memory-bound columns");
+  on->excludes(off);
+  cli.add_choice(
+         "--bound-stat", o.bound_stat,
+         {{"best", rb::BoundOptions::Statistic::Best}, {"median", rb::BoundOptions::Statistic::Median}},
+         "statistic of the bound's trials")
+      ->default_str("best");
+  cli.add_json(o.json);
+  cli.add_check([&o]() -> std::string {
+    if (ringmend::size_of(o.type) == 2 && o.impl != "ringmend")
+      return "MPI has no 16-bit float type: --type half and --type bfloat16 need --impl ringmend";
+    return {};
+  });
+  cli.parse(argc, argv);
   return o;
 }
 
@@ -213,26 +175,16 @@ long count_wrong(const std::vector<std::byte>& out, std::size_t count, ringmend:
   return wrong;
 }
 
-void json_row(rb::JsonWriter& json, const Row& r, const std::string& type, int iters, int warmup) {
-  json.begin_object();
-  json.field("size", r.bytes);
-  json.field("count", r.count);
-  json.field("type", type);
-  json.field("op", "sum");
-  json.field("impl", r.impl);
-  json.field("avg_latency_us", r.s.avg_us);
-  json.field("min_latency_us", r.s.min_us);
-  json.field("max_latency_us", r.s.max_us);
-  json.field("algbw_GBps", r.algbw);
-  json.field("busbw_GBps", r.busbw);
-  json.field("ratio", r.ratio);
-  json.field("bound_traffic_GBps", r.traffic);
-  json.field("bound_busbw_GBps", r.bound_busbw);
-  json.field("bound_pct", r.bound_pct);
-  json.field("wrong", r.wrong);
-  json.field("iterations", iters);
-  json.field("warmup", warmup);
-  json.end_object();
+rb::Json row_json(const Row& r, const std::string& type, int iters, int warmup) {
+  rb::Json row = rb::allreduce_row(r.bytes, r.count, type, r.impl, r.s, r.algbw, r.busbw);
+  row["ratio"] = rb::or_null(r.ratio);
+  row["bound_traffic_GBps"] = rb::or_null(r.traffic);
+  row["bound_busbw_GBps"] = rb::or_null(r.bound_busbw);
+  row["bound_pct"] = rb::or_null(r.bound_pct);
+  row["wrong"] = rb::or_null(r.wrong);
+  row["iterations"] = iters;
+  row["warmup"] = warmup;
+  return row;
 }
 
 }  // namespace
@@ -363,42 +315,34 @@ int run(int argc, char** argv) {
 
   int status = 0;
   if (json_file.file) {
-    rb::JsonWriter json;
-    json.begin_object();
-    json.field("benchmark", "allreduce");
-    json.key("run").begin_object();
-    rb::write_run_info(json, info);
-    json.end_object();
-    json.key("parameters").begin_object();
-    json.field("min_bytes", o.min_bytes);
-    json.field("max_bytes", o.max_bytes);
-    // null: OSU's defaults by size (each row gives its count)
-    json.field("iterations", o.iters);
-    json.field("warmup", o.warmup);
-    json.field("type", type_name);
-    json.field("op", "sum");
-    json.field("impl", o.impl);
-    json.field("validate", o.validate);
-    json.field("busbw_factor", bus);
-    json.field("bound", bounded);
-    if (bounded) {
-      json.key("bound_model").begin_object();
-      json.field("traffic_per_rank", "(2n-1)/n*S read + S written");
-      json.field("t_bound",
-                 "time of that traffic on each rank's own buffers in 64 KiB blocks, all ranks at once");
-      json.field("busbw_bound", "S/t_bound*2(n-1)/n");
-      json.field("statistic", o.bound_stat == rb::BoundOptions::Statistic::Best ? "best" : "median");
-      json.field("trials", probe.trials);
-      json.field("ranks_per_node", layout.max_ranks_per_node);
-      json.end_object();
-    }
-    json.end_object();
-    json.key("rows").begin_array();
+    const char* statistic = o.bound_stat == rb::BoundOptions::Statistic::Best ? "best" : "median";
+    rb::Json parameters = {{"min_bytes", o.min_bytes},
+                           {"max_bytes", o.max_bytes},
+                           // null: OSU's defaults by size (each row gives its count)
+                           {"iterations", rb::or_null(o.iters)},
+                           {"warmup", rb::or_null(o.warmup)},
+                           {"type", type_name},
+                           {"op", "sum"},
+                           {"impl", o.impl},
+                           {"validate", o.validate},
+                           {"busbw_factor", bus},
+                           {"bound", bounded}};
+    if (bounded)
+      parameters["bound_model"] = {
+          {"traffic_per_rank", "(2n-1)/n*S read + S written"},
+          {"t_bound", "time of that traffic on each rank's own buffers in 64 KiB blocks, all ranks at once"},
+          {"busbw_bound", "S/t_bound*2(n-1)/n"},
+          {"statistic", statistic},
+          {"trials", probe.trials},
+          {"ranks_per_node", layout.max_ranks_per_node}};
+    rb::Json json_rows = rb::Json::array();
     for (const Row& row : rows)
-      json_row(json, row, type_name, iterations(o, row.bytes), warmups(o, row.bytes));
-    json.end_array();
-    json.end_object();
-    if (!rb::finish_json_file(json_file, json, o.json, "ringmend_allreduce")) status = 1;
+      json_rows.push_back(row_json(row, type_name, iterations(o, row.bytes), warmups(o, row.bytes)));
+    const rb::Json doc = {{"benchmark", "allreduce"},
+                          {"run", rb::run_json(info)},
+                          {"parameters", parameters},
+                          {"rows", json_rows}};
+    if (!rb::finish_json_file(json_file, doc, o.json, "ringmend_allreduce")) status = 1;
   }
   MPI_Comm_free(&layout.node_comm);
   return status;

@@ -5,15 +5,11 @@
 //   mpi       MPI_Allreduce on host-staged buffers (copy to pinned memory,
 //             MPI_Allreduce in place, copy back; no fp16/bf16 in MPI)
 //
-//   ringmend_allreduce_gpu [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP]
-//                          [-r RUNS] [-T float|double|int|long|half|bfloat16]
-//                          [--impl ringmend,nccl,mpi]
+//   ringmend_allreduce_gpu [-m MIN:MAX] [--step-factor F] [-i N] [-x N] [-r RUNS]
+//                          [-T float|double|int|long|half|bfloat16]
+//                          [--impl ringmend,nccl,mpi]          (--help: every option)
 //
-// time: the mean time of one call (us) in a run of -n calls, each run timed
-// from a barrier to the slowest rank's end; the median of -r runs, with the
-// fastest and slowest run beside it. algbw = size / time, busbw = algbw *
-// 2(n-1)/n (nccl-tests). #wrong: elements that differ from the expected sum
-// after the timed runs (every rank's input is its rank + 1).
+// The columns: kColumns below (the end of --help).
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -26,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_cli.hpp"
 #include "bench/bench_util.hpp"
 #include "gpu/nccl_comm.hpp"
 #include "ringmend/ringmend.hpp"
@@ -45,47 +42,40 @@ struct Options {
   std::size_t min_bytes = 8, max_bytes = 64u << 20, factor = 2;
   int iters = 20, warmup = 5, runs = 5;
   ringmend::DataType type = ringmend::DataType::Float32;
-  bool ringmend = true, nccl = true, mpi = true;
+  std::vector<std::string> impls{"ringmend", "nccl", "mpi"};
+  bool runs_impl(const std::string& name) const {
+    return std::find(impls.begin(), impls.end(), name) != impls.end();
+  }
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(
-      stderr,
-      "ringmend_allreduce_gpu: %s\n"
-      "usage: ringmend_allreduce_gpu [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-r RUNS]\n"
-      "                              [-T float|double|int|long|half|bfloat16] [--impl ringmend,nccl,mpi]\n",
-      why.c_str());
-  std::exit(2);
-}
+constexpr const char* kColumns = R"(time: the mean time of one call (us) in a run of --iterations calls, each
+run timed from a barrier to the slowest rank's end; the median of --runs
+runs, with the fastest and slowest run beside it. algbw = size / time,
+busbw = algbw * 2(n-1)/n (nccl-tests). #wrong: elements that differ from
+the expected sum after the timed runs (every rank's input is its rank + 1).
+MPI has no 16-bit float type: no mpi row for half and bfloat16.)";
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) usage("'" + a + "' needs a value");
-    const std::string v = argv[++i];
-    const auto bytes = rb::parse_bytes(v);
-    const auto number = rb::parse_int(v, 0, 1 << 30);
-    if ((a == "-b" || a == "-e") && bytes) {
-      (a == "-b" ? o.min_bytes : o.max_bytes) = *bytes;
-    } else if (a == "-f" && number && *number >= 2) {
-      o.factor = static_cast<std::size_t>(*number);
-    } else if (a == "-n" && number && *number >= 1) {
-      o.iters = *number;
-    } else if (a == "-w" && number) {
-      o.warmup = *number;
-    } else if (a == "-r" && number && *number >= 1) {
-      o.runs = *number;
-    } else if (a == "-T" && rb::parse_type(v)) {
-      o.type = *rb::parse_type(v);
-    } else if (a == "--impl") {
-      o.ringmend = v.find("ringmend") != std::string::npos;
-      o.nccl = v.find("nccl") != std::string::npos;
-      o.mpi = v.find("mpi") != std::string::npos;
-    } else {
-      usage("bad argument '" + a + " " + v + "'");
-    }
-  }
+  rb::Cli cli("ringmend_allreduce_gpu",
+              "Allreduce of GPU buffers in nccl-tests' columns, side by side in one job: ringmend on device "
+              "pointers (a stream), NCCL's own ncclAllReduce (where NCCL accepts the placement), and "
+              "MPI_Allreduce on host-staged buffers.",
+              kColumns);
+  cli.add_message_sizes(o.min_bytes, o.max_bytes, 1);
+  cli.add_step_factor(o.factor);
+  cli.add_iterations(o.iters, "calls per run")->capture_default_str();
+  cli.add_warmup(o.warmup, "warm-up calls per size and implementation")->capture_default_str();
+  cli.add_count("-r,--runs", o.runs, 1, rb::kMaxCount,
+                "timed runs per size and implementation (their median is printed)");
+  cli.add_type(o.type, {"float", "double", "int", "long", "half", "bfloat16"});
+  cli.app()
+      .add_option("--impl", o.impls, "what to time, a comma-separated list")
+      ->type_name("NAME,...")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"ringmend", "nccl", "mpi"}))
+      ->default_str("ringmend,nccl,mpi");
+  cli.parse(argc, argv);
   return o;
 }
 
@@ -138,9 +128,9 @@ double element(const std::vector<std::byte>& host, std::size_t i, ringmend::Data
 }  // namespace
 
 int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);  // before MPI starts: a bad flag stops every rank alike
   ringmend::Runtime rt(&argc, &argv);
   auto& comm = rt.world();
-  const Options o = parse(argc, argv);
   const int rank = comm.rank(), n = comm.size();
   int devices = 0;
   if (const cudaError_t rc = cudaGetDeviceCount(&devices); rc != cudaSuccess || devices == 0) {
@@ -158,7 +148,7 @@ int main(int argc, char** argv) {
   // NCCL over every rank, where it accepts the placement.
   ncclComm_t nccl = nullptr;
   std::string nccl_note;
-  if (o.nccl) {
+  if (o.runs_impl("nccl")) {
     ncclUniqueId id{};
     if (rank == 0) ncclGetUniqueId(&id);
     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -210,8 +200,8 @@ int main(int argc, char** argv) {
     fill(host, count, o.type, rank);
     for (const char* impl : {"ringmend", "nccl", "mpi"}) {
       const std::string name = impl;
-      if ((name == "ringmend" && !o.ringmend) || (name == "nccl" && !nccl) ||
-          (name == "mpi" && (!o.mpi || rb::mpi_type_of(o.type) == MPI_DATATYPE_NULL)))
+      if ((name == "ringmend" && !o.runs_impl(name)) || (name == "nccl" && !nccl) ||
+          (name == "mpi" && (!o.runs_impl(name) || rb::mpi_type_of(o.type) == MPI_DATATYPE_NULL)))
         continue;
       const auto one = [&] {
         if (name == "ringmend") {

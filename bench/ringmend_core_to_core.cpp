@@ -10,13 +10,9 @@
 //                private memory; this one reads it with process_vm_readv
 //                (a single copy, no segment: Linux cross-memory attach)
 //
-//   ringmend_core_to_core [-m [MIN:]MAX] [-r ROUNDS] [--cpus A,B]
+//   ringmend_core_to_core [-m [MIN:]MAX] [-i ROUNDS] [-x ROUNDS] [--cpus A,B]
 //
-// Two processes (fork), pinned to two CPUs (default: the first two this
-// process may use). The writer rewrites the whole buffer, then the reader
-// reads it, in turns, so every line read is one the other core has just
-// written, as a gradient is. GB/s of the reader's copy: median [min-max]
-// over the rounds (after 10 % warm-up rounds). No MPI.
+// kMethod below (the end of --help) says how it measures. No MPI.
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -35,24 +31,39 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.hpp"
+#include "bench/bench_cli.hpp"
 #include "transport/backoff.hpp"
 
 namespace {
 
-[[noreturn]] void usage(const char* why) {
-  std::fprintf(
-      stderr,
-      "ringmend_core_to_core: %s\nusage: ringmend_core_to_core [-m [MIN:]MAX] [-r ROUNDS] [--cpus A,B]\n",
-      why);
-  std::exit(2);
-}
-
 struct Options {
   std::size_t min_bytes = 64 << 10, max_bytes = 16 << 20;
   int rounds = 200;
-  int cpus[2] = {-1, -1};
+  std::optional<int> warmup;  // unset: a tenth of the rounds (at least one)
+  std::vector<int> cpus;      // the writer's, the reader's
 };
+
+constexpr const char* kMethod = R"(Two processes (fork), pinned to two CPUs (default: the first two this
+process may use). The writer rewrites the whole buffer, then the reader
+reads it, in turns, so every line read is one the other core has just
+written, as a gradient is. GB/s of the reader's copy: median [min-max]
+over the timed rounds. No MPI. See bench/README.md.)";
+
+Options parse(int argc, char** argv) {
+  Options o;
+  ringmend::bench::Cli cli("ringmend_core_to_core",
+                           "What moving data between two cores costs on this machine: local (memcpy in one "
+                           "process), shm (memcpy out of a buffer another core has just written in shared "
+                           "memory) and cma (a single copy of it with process_vm_readv).",
+                           kMethod);
+  cli.add_message_sizes(o.min_bytes, o.max_bytes, 1);
+  cli.add_iterations(o.rounds, "timed rounds per size and way")->capture_default_str();
+  cli.add_warmup(o.warmup, "warm-up rounds per size and way (default: a tenth of the rounds)");
+  cli.add_int_list("--cpus", o.cpus, 0, CPU_SETSIZE - 1, 2, "the writer's CPU and the reader's")
+      ->type_name("A,B");
+  cli.parse(argc, argv);
+  return o;
+}
 
 enum Mode { kLocal, kShm, kCma, kModes };
 const char* const kModeNames[kModes] = {"local", "shm", "cma"};
@@ -91,31 +102,16 @@ Summary summarise(std::vector<double> gbps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(("missing value after " + a).c_str());
-      return argv[++i];
-    };
-    if (a == "-m") {
-      if (!ringmend::bench::parse_size_range(value(), o.min_bytes, o.max_bytes)) usage("bad -m");
-    } else if (a == "-r") {
-      const std::optional<int> rounds = ringmend::bench::parse_int(value(), 1, 1'000'000);
-      if (!rounds) usage("-r takes a count from 1 to 1000000");
-      o.rounds = *rounds;
-    } else if (a == "--cpus") {
-      if (std::sscanf(value().c_str(), "%d,%d", &o.cpus[0], &o.cpus[1]) != 2) usage("--cpus takes A,B");
-    } else {
-      usage(("unknown option " + a).c_str());
-    }
-  }
-  if (o.cpus[0] < 0) {
+  Options o = parse(argc, argv);
+  if (o.cpus.empty()) {
     cpu_set_t set;
     sched_getaffinity(0, sizeof set, &set);
-    for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; ++c)
-      if (CPU_ISSET(c, &set)) o.cpus[k++] = c;
-    if (o.cpus[1] < 0) usage("needs two CPUs (this process may use one)");
+    for (int c = 0; c < CPU_SETSIZE && o.cpus.size() < 2; ++c)
+      if (CPU_ISSET(c, &set)) o.cpus.push_back(c);
+    if (o.cpus.size() < 2) {
+      std::fprintf(stderr, "ringmend_core_to_core: needs two CPUs (this process may use one)\n");
+      return 2;
+    }
   }
 
   const std::size_t largest = o.max_bytes;
@@ -139,7 +135,7 @@ int main(int argc, char** argv) {
   pin(o.cpus[reader ? 1 : 0]);
   if (!reader) s->private_buffer.store(reinterpret_cast<std::uintptr_t>(mine.data()));
   const pid_t writer_pid = reader ? getppid() : 0;
-  const int warmup = std::max(o.rounds / 10, 1);
+  const int warmup = o.warmup.value_or(std::max(o.rounds / 10, 1));
 
   if (reader)
     std::printf(

@@ -2,9 +2,10 @@
 // columns of ringmend_allreduce (OSU latency semantics, nccl-tests algbw and
 // busbw), on the same sizes.
 //
-//   ringmend_gloo_allreduce [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f] [-c]
+//   ringmend_gloo_allreduce [-m [MIN:]MAX] [-i N] [-x N] [-f] [-c]
 //                           [-T float|double|int|long] [--algo ring|bcube]
-//                           [--host ADDRESS | --iface NAME] [--json FILE]
+//                           [--host ADDRESS | --iface NAME] [--timeout SECONDS]
+//                           [--json FILE]          (--help: every option)
 //
 // Gloo's pairs are connected through MPI (each rank's TCP addresses are
 // exchanged with MPI_Allgather, as gloo::mpi::Context does; Debian's Gloo is
@@ -30,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_cli.hpp"
 #include "bench/bench_util.hpp"
 
 namespace {
@@ -49,71 +51,35 @@ struct Options {
   std::string json;
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "ringmend_gloo_allreduce: %s\n"
-               "usage: ringmend_gloo_allreduce [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-f] [-c]\n"
-               "                               [-T float|double|int|long] [--algo ring|bcube]\n"
-               "                               [--host ADDRESS | --iface NAME] [--timeout SECONDS]\n"
-               "                               [--json FILE]\n",
-               why.c_str());
-  std::exit(2);
-}
-
-int parse_int(const std::string& opt, const std::string& v, long lo) {
-  if (auto x = rb::parse_int(v, lo, 1000000000)) return *x;
-  usage("bad value '" + v + "' for " + opt);
-}
-
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) usage("missing value after " + a);
-      return argv[++i];
-    };
-    if (a == "-m") {
-      const std::string v = next();
-      if (!rb::parse_size_range(v, o.min_bytes, o.max_bytes)) usage("bad size range '" + v + "'");
-    } else if (a == "-i") {
-      o.iters = parse_int(a, next(), 1);
-    } else if (a == "-x") {
-      o.warmup = parse_int(a, next(), 0);
-    } else if (a == "-f") {
-      o.full = true;
-    } else if (a == "-c") {
-      o.validate = true;
-    } else if (a == "-T") {
-      const std::string t = next();
-      if (t == "float")
-        o.type = Type::Float;
-      else if (t == "double")
-        o.type = Type::Double;
-      else if (t == "int")
-        o.type = Type::Int;
-      else if (t == "long")
-        o.type = Type::Long;
-      else
-        usage("unknown type '" + t + "'");
-    } else if (a == "--algo") {
-      o.algo = next();
-      if (o.algo != "ring" && o.algo != "bcube") usage("--algo takes ring or bcube");
-    } else if (a == "--host") {
-      o.host = next();
-    } else if (a == "--iface") {
-      o.iface = next();
-    } else if (a == "--timeout") {
-      o.timeout_s = parse_int(a, next(), 1);
-    } else if (a == "--json") {
-      o.json = next();
-      if (o.json.empty()) usage("--json needs a file name");
-    } else {
-      usage("unknown option '" + a + "'");
-    }
-  }
-  if (!o.host.empty() && !o.iface.empty()) usage("give --host or --iface, not both");
-  if (o.min_bytes == 0 || o.min_bytes > o.max_bytes) usage("bad -m range");
+  rb::Cli cli("ringmend_gloo_allreduce",
+              "Gloo CPU baseline: gloo::allreduce over Gloo's TCP transport, with the columns of "
+              "ringmend_allreduce (OSU latency semantics, nccl-tests algbw and busbw), on the same sizes.",
+              "Gloo's pairs are connected through MPI (each rank's TCP addresses are exchanged with "
+              "MPI_Allgather): run it under mpirun like the others. See bench/README.md.");
+  cli.add_message_sizes(o.min_bytes, o.max_bytes, 1);
+  cli.add_iterations(o.iters, "timed calls per size (default: OSU's, 1000 up to 8 KiB, 100 above)");
+  cli.add_warmup(o.warmup, "warm-up calls per size (default: OSU's, 200 up to 8 KiB, 20 above)");
+  cli.add_full(o.full);
+  cli.add_validation(o.validate);
+  cli.add_choice("-T,--type", o.type,
+                 {{"float", Type::Float}, {"double", Type::Double}, {"int", Type::Int}, {"long", Type::Long}},
+                 "element type (sum of these)")
+      ->default_str("float");
+  cli.add_name("--algo", o.algo, {"ring", "bcube"}, "Gloo's allreduce algorithm");
+  auto* host = cli.app()
+                   .add_option("--host", o.host,
+                               "address Gloo's TCP device listens on "
+                               "(default: 127.0.0.1 on one node, else this host's name)")
+                   ->type_name("ADDRESS");
+  auto* iface = cli.app()
+                    .add_option("--iface", o.iface, "network interface Gloo's TCP device listens on")
+                    ->type_name("NAME");
+  host->excludes(iface);
+  cli.add_timeout(o.timeout_s, "Gloo's operation timeout");
+  cli.add_json(o.json);
+  cli.parse(argc, argv);
   return o;
 }
 
@@ -374,48 +340,31 @@ int main(int argc, char** argv) {
   }
 
   if (json_file.file) {
-    rb::JsonWriter json;
-    json.begin_object();
-    json.field("benchmark", "gloo_allreduce");
-    json.key("run").begin_object();
-    rb::write_run_info(json, info);
-    json.field("gloo_version", std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) +
-                                   "." + std::to_string(GLOO_VERSION_PATCH));
-    json.end_object();
-    json.key("parameters").begin_object();
-    json.field("min_bytes", o.min_bytes);
-    json.field("max_bytes", o.max_bytes);
-    // null: OSU's defaults by size (each row gives its count)
-    json.field("iterations", o.iters);
-    json.field("warmup", o.warmup);
-    json.field("type", name_of(o.type));
-    json.field("op", "sum");
-    json.field("algorithm", o.algo);
-    json.field("transport", "tcp");
-    json.field("listen", where);
-    json.field("busbw_factor", bus);
-    json.end_object();
-    json.key("rows").begin_array();
+    rb::Json run = rb::run_json(info);
+    run["gloo_version"] = std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) +
+                          "." + std::to_string(GLOO_VERSION_PATCH);
+    const rb::Json parameters = {{"min_bytes", o.min_bytes},
+                                 {"max_bytes", o.max_bytes},
+                                 // null: OSU's defaults by size (each row gives its count)
+                                 {"iterations", rb::or_null(o.iters)},
+                                 {"warmup", rb::or_null(o.warmup)},
+                                 {"type", name_of(o.type)},
+                                 {"op", "sum"},
+                                 {"algorithm", o.algo},
+                                 {"transport", "tcp"},
+                                 {"listen", where},
+                                 {"busbw_factor", bus}};
+    rb::Json json_rows = rb::Json::array();
     for (const Row& r : rows) {
-      json.begin_object();
-      json.field("size", r.bytes);
-      json.field("count", r.count);
-      json.field("type", name_of(o.type));
-      json.field("op", "sum");
-      json.field("impl", "gloo");
-      json.field("avg_latency_us", r.s.avg_us);
-      json.field("min_latency_us", r.s.min_us);
-      json.field("max_latency_us", r.s.max_us);
-      json.field("algbw_GBps", r.algbw);
-      json.field("busbw_GBps", r.busbw);
-      json.field("wrong", r.wrong);
-      json.field("iterations", iterations(o, r.bytes));
-      json.field("warmup", warmups(o, r.bytes));
-      json.end_object();
+      rb::Json row = rb::allreduce_row(r.bytes, r.count, name_of(o.type), "gloo", r.s, r.algbw, r.busbw);
+      row["wrong"] = rb::or_null(r.wrong);
+      row["iterations"] = iterations(o, r.bytes);
+      row["warmup"] = warmups(o, r.bytes);
+      json_rows.push_back(std::move(row));
     }
-    json.end_array();
-    json.end_object();
-    if (!rb::finish_json_file(json_file, json, o.json, "ringmend_gloo_allreduce")) status = 1;
+    const rb::Json doc = {
+        {"benchmark", "gloo_allreduce"}, {"run", run}, {"parameters", parameters}, {"rows", json_rows}};
+    if (!rb::finish_json_file(json_file, doc, o.json, "ringmend_gloo_allreduce")) status = 1;
   }
   MPI_Comm_free(&layout.node_comm);
   MPI_Finalize();

@@ -2,14 +2,9 @@
 // the floor under every staged GPU allreduce (a copy in, a copy out) and
 // under MPI's host-staged one. One process, no MPI.
 //
-//   ringmend_gpu_copy_cost [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS]
+//   ringmend_gpu_copy_cost [-m MIN:MAX] [--step-factor F] [-i N]
 //
-// For each size: device -> host, host -> device, and both one after the
-// other on one stream (what a staged call does at least), each timed from
-// the cudaMemcpyAsync to the end of a wait for the stream (polling an event,
-// as ringmend waits); median of -n copies, with the fastest and slowest.
-// The sizes run up, then down again: a cost that depends on the order (a
-// GPU that clocks down while idle) shows as two different rows.
+// How it measures: kMethod below (the end of --help).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -19,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.hpp"
+#include "bench/bench_cli.hpp"
 
 namespace {
 
@@ -28,6 +23,31 @@ void cuda(cudaError_t rc, const char* what) {
     std::fprintf(stderr, "ringmend_gpu_copy_cost: CUDA %s: %s\n", what, cudaGetErrorString(rc));
     std::exit(3);
   }
+}
+
+constexpr const char* kMethod = R"(For each size: device -> host, host -> device, and both one after the
+other on one stream (what a staged call does at least), each timed from
+the cudaMemcpyAsync to the end of a wait for the stream (polling an event,
+as ringmend waits); median of --iterations copies, with the fastest and
+slowest. The sizes run up, then down again: a cost that depends on the
+order (a GPU that clocks down while idle) shows as two different rows.)";
+
+struct Options {
+  std::size_t min_bytes = 8, max_bytes = 64u << 20, factor = 4;
+  int iters = 100;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  ringmend::bench::Cli cli("ringmend_gpu_copy_cost",
+                           "What a copy between the GPU and pinned host memory costs on this machine: the "
+                           "floor under every staged GPU allreduce. One process, no MPI.",
+                           kMethod);
+  cli.add_message_sizes(o.min_bytes, o.max_bytes, 1);
+  cli.add_step_factor(o.factor);
+  cli.add_iterations(o.iters, "copies per size and direction")->capture_default_str();
+  cli.parse(argc, argv);
+  return o;
 }
 
 struct Times {
@@ -49,33 +69,9 @@ Times time_us(int iters, F&& once) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::size_t min_bytes = 8, max_bytes = 64u << 20, factor = 4;
-  int iters = 100;
-  namespace rb = ringmend::bench;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const std::string v = i + 1 < argc ? argv[++i] : "";
-    const auto bytes = rb::parse_bytes(v);
-    const auto number = rb::parse_int(v, 1, 1'000'000);
-    if ((a == "-b" || a == "-e") && bytes && *bytes > 0) {
-      (a == "-b" ? min_bytes : max_bytes) = *bytes;
-    } else if (a == "-f" && number && *number >= 2) {
-      factor = static_cast<std::size_t>(*number);
-    } else if (a == "-n" && number) {
-      iters = *number;
-    } else {
-      std::fprintf(stderr,
-                   "ringmend_gpu_copy_cost: bad argument '%s %s'\nusage: ringmend_gpu_copy_cost [-b MIN] [-e "
-                   "MAX] [-f FACTOR] "
-                   "[-n ITERS]\n",
-                   a.c_str(), v.c_str());
-      return 2;
-    }
-  }
-  if (min_bytes > max_bytes) {
-    std::fprintf(stderr, "ringmend_gpu_copy_cost: -b is larger than -e\n");
-    return 2;
-  }
+  const Options o = parse(argc, argv);
+  const std::size_t max_bytes = o.max_bytes;
+  const int iters = o.iters;
   cudaDeviceProp prop{};
   cuda(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   void *dev = nullptr, *host = nullptr;
@@ -96,7 +92,7 @@ int main(int argc, char** argv) {
       prop.name, iters);
   std::printf("%12s %6s %26s %26s %26s\n", "size", "order", "device->host", "host->device", "both");
   std::vector<std::size_t> sizes;
-  for (std::size_t b = min_bytes; b <= max_bytes; b *= factor) sizes.push_back(b);
+  for (std::size_t b = o.min_bytes; b <= max_bytes; b *= o.factor) sizes.push_back(b);
   for (const char* order : {"up", "down"}) {
     for (const std::size_t b : sizes) {
       const auto d2h = time_us(iters, [&] {

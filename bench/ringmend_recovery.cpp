@@ -77,6 +77,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/bench_cli.hpp"
 #include "bench/bench_util.hpp"
 #include "ringmend/ringmend.hpp"
 
@@ -122,75 +123,41 @@ struct Options {
   std::string json;
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "%s: %s\n"
-               "usage: %s [--mode ringmend|ulfm] [--init-only] [-r ROUNDS] [-s SIZE] [--settle N]\n"
-               "       [--phase start|reduce_scatter] [--victim middle|last] [--spares S] [--state SIZE]\n"
-               "       [--record FILE] [--json FILE]\n",
-               kProgram, why.c_str(), kProgram);
-  std::exit(2);
-}
-
-int parse_int(const std::string& opt, const std::string& v, long lo) {
-  if (auto x = rb::parse_int(v, lo, 1000000)) return *x;
-  usage("bad value '" + v + "' for " + opt);
-}
-
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) usage("missing value after " + a);
-      return argv[++i];
-    };
-    if (a == "--mode") {
-      const std::string m = next();
-      if (m == "ringmend")
-        o.mode = Mode::Ringmend;
-      else if (m == "ulfm")
-        o.mode = Mode::Ulfm;
-      else if (m == "init")
-        o.mode = Mode::InitOnly;
-      else
-        usage("--mode takes ringmend, ulfm or init");
-    } else if (a == "--init-only") {
-      o.mode = Mode::InitOnly;
-    } else if (a == "-r" || a == "--rounds") {
-      o.rounds = parse_int(a, next(), 1);
-    } else if (a == "-s" || a == "--size") {
-      const std::string v = next();
-      const auto b = rb::parse_bytes(v);
-      if (!b || *b < sizeof(float) || *b > (std::size_t{1} << 30)) usage("bad size '" + v + "' (4 B to 1G)");
-      o.bytes = *b / sizeof(float) * sizeof(float);
-    } else if (a == "--settle") {
-      o.settle = parse_int(a, next(), 0);
-    } else if (a == "--phase") {
-      o.phase = next();
-      // Later phases may let the survivors complete the call without the
-      // victim (then the failure is noticed in a later call).
-      if (o.phase != "start" && o.phase != "reduce_scatter") usage("--phase takes start or reduce_scatter");
-    } else if (a == "--victim") {
-      o.victim = next();
-      if (o.victim != "middle" && o.victim != "last") usage("--victim takes middle or last");
-    } else if (a == "--spares") {
-      o.spares = parse_int(a, next(), 0);
-    } else if (a == "--state") {
-      const std::string v = next();
-      const auto b = rb::parse_bytes(v);
-      if (!b || *b > (std::size_t{1} << 30)) usage("bad state size '" + v + "' (0 to 1G)");
-      o.state_bytes = *b;
-    } else if (a == "--record") {
-      o.record = next();
-      if (o.record.empty()) usage("--record needs a file name");
-    } else if (a == "--json") {
-      o.json = next();
-      if (o.json.empty()) usage("--json needs a file name");
-    } else {
-      usage("unknown option '" + a + "'");
-    }
-  }
+  rb::Cli cli(kProgram,
+              "Recovery from a rank failure, timed from the moment of death: each round, after --settle "
+              "allreduces and a barrier, one rank SIGKILLs itself in an allreduce of --size bytes (float, "
+              "sum), the survivors recover and complete it, and each phase's time (the largest over the "
+              "survivors) is printed.",
+              "The moment of death is read from a file the victim appends to just before SIGKILL "
+              "(RINGMEND_FAULT_RECORD): all ranks must see that file and share the clock. World rank 0 is "
+              "never killed. The columns of each mode: bench/README.md, \"Recovery\".");
+  cli.add_choice("--mode", o.mode,
+                 {{"ringmend", Mode::Ringmend}, {"ulfm", Mode::Ulfm}, {"init", Mode::InitOnly}},
+                 "what recovers: the runtime, plain MPI with ULFM, or no failure (as --init-only)")
+      ->default_str("ringmend");
+  cli.app().add_flag_callback(
+      "--init-only", [&o] { o.mode = Mode::InitOnly; },
+      "no failure: MPI_Init, Runtime start, one allreduce, shutdown (a restarted "
+      "job's work)");
+  cli.add_count("-r,--rounds", o.rounds, 1, 1000000, "rounds, each killing one rank (needs N+1 ranks)");
+  cli.add_byte_size("-s,--size", o.bytes, sizeof(float), std::size_t{1} << 30,
+                    "bytes per rank of the allreduces (rounded down to whole floats)");
+  cli.add_count("--settle", o.settle, 0, 1000000, "allreduces before each kill");
+  // Later phases may let the survivors complete the call without the victim
+  // (then the failure is noticed in a later call).
+  cli.add_name("--phase", o.phase, {"start", "reduce_scatter"}, "where the victim dies (ringmend mode)");
+  cli.add_name("--victim", o.victim, {"middle", "last"}, "which rank of the current membership dies");
+  cli.add_count("--spares", o.spares, 0, 1000000,
+                "the last S processes wait as spares; one replaces each victim")
+      ->type_name("S");
+  cli.add_byte_size("--state", o.state_bytes, 0, std::size_t{1} << 30,
+                    "registered state a spare receives when it joins");
+  cli.add_file("--record", o.record, "the record file of the times of death (default: a temporary file)");
+  cli.add_json(o.json);
+  cli.parse(argc, argv);
+  o.bytes = o.bytes / sizeof(float) * sizeof(float);
   return o;
 }
 
@@ -395,56 +362,60 @@ void print_summary(const std::vector<Round>& rows) {
   std::fflush(stdout);
 }
 
-void json_rounds(rb::JsonWriter& json, const std::vector<Round>& rows, Mode mode) {
-  json.key("rows").begin_array();
+// The result file of a recovery run: the options in effect (`fault_spec`:
+// the rule the ringmend mode set), one row per round, and min/avg/max over
+// the rounds of each round's figure.
+rb::Json recovery_json(const rb::RunInfo& info, const Options& o, const std::string& record,
+                       const std::optional<std::string>& fault_spec, const std::vector<Round>& rows) {
+  rb::Json parameters = {{"mode", mode_name(o.mode)}, {"rounds", o.rounds}, {"size", o.bytes},
+                         {"type", "float32"},         {"op", "sum"},        {"settle", o.settle}};
+  if (o.mode == Mode::Ringmend) parameters["phase"] = o.phase;
+  parameters["victim_policy"] = o.victim;
+  parameters["spares"] = o.spares;
+  parameters["state_bytes"] = o.state_bytes;
+  if (fault_spec) parameters["fault_spec"] = *fault_spec;
+  parameters["record_file"] = record;
+
+  // detect and first are counted from the death: unknown without its time.
+  const auto known = [](const Round& r, const Metric& m) {
+    return (m.name != "detect" && m.name != "first") || r.death_time_known;
+  };
+  rb::Json json_rows = rb::Json::array();
   for (const auto& r : rows) {
-    json.begin_object();
-    json.field("round", r.round);
-    json.field("mode", mode_name(mode));
-    json.field("victim_world_rank", r.victim);
-    json.field("ranks_before", r.ranks_before);
-    json.field("ranks_after", r.ranks_after);
-    json.field("death_time_known", r.death_time_known);
+    rb::Json row = {{"round", r.round},
+                    {"mode", mode_name(o.mode)},
+                    {"victim_world_rank", r.victim},
+                    {"ranks_before", r.ranks_before},
+                    {"ranks_after", r.ranks_after},
+                    {"death_time_known", r.death_time_known}};
     for (const auto& m : r.metrics) {
-      const bool from_death = m.name == "detect" || m.name == "first";
-      const bool known = !from_death || r.death_time_known;
-      auto put = [&](const std::string& key, double v) {
-        if (known)
-          json.field(key, v);
-        else
-          json.key(key).null();
-      };
-      put(m.name + "_ms", m.max);
-      put(m.name + "_ms_survivor_min", m.min);
-      put(m.name + "_ms_survivor_mean", m.mean);
+      const auto value = [&](double v) { return known(r, m) ? rb::Json(v) : rb::Json(nullptr); };
+      row[m.name + "_ms"] = value(m.max);
+      row[m.name + "_ms_survivor_min"] = value(m.min);
+      row[m.name + "_ms_survivor_mean"] = value(m.mean);
     }
-    json.field("wrong", r.wrong);
-    json.field("ok", r.ok);
-    json.end_object();
+    row["wrong"] = r.wrong;
+    row["ok"] = r.ok;
+    json_rows.push_back(std::move(row));
   }
-  json.end_array();
-  // min/avg/max over rounds of each round's figure.
-  json.key("summary").begin_object();
-  if (!rows.empty()) {
-    for (std::size_t i = 0; i < rows.front().metrics.size(); ++i) {
-      std::vector<double> v;
-      for (const auto& r : rows) {
-        const auto& m = r.metrics[i];
-        if ((m.name != "detect" && m.name != "first") || r.death_time_known) v.push_back(m.max);
-      }
-      json.key(rows.front().metrics[i].name + "_ms").begin_object();
-      if (v.empty()) {
-        json.key("min").null().key("avg").null().key("max").null();
-      } else {
-        json.field("min", *std::min_element(v.begin(), v.end()));
-        json.field("avg", std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()));
-        json.field("max", *std::max_element(v.begin(), v.end()));
-      }
-      json.field("rounds", static_cast<int>(v.size()));
-      json.end_object();
+  rb::Json summary = rb::Json::object();
+  for (std::size_t i = 0; !rows.empty() && i < rows.front().metrics.size(); ++i) {
+    std::vector<double> v;
+    for (const auto& r : rows)
+      if (known(r, r.metrics[i])) v.push_back(r.metrics[i].max);
+    rb::Json stat = {{"min", nullptr}, {"avg", nullptr}, {"max", nullptr}, {"rounds", v.size()}};
+    if (!v.empty()) {
+      stat["min"] = *std::min_element(v.begin(), v.end());
+      stat["avg"] = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+      stat["max"] = *std::max_element(v.begin(), v.end());
     }
+    summary[rows.front().metrics[i].name + "_ms"] = std::move(stat);
   }
-  json.end_object();
+  return {{"benchmark", "recovery"},
+          {"run", rb::run_json(info)},
+          {"parameters", parameters},
+          {"rows", json_rows},
+          {"summary", summary}};
 }
 
 long count_wrong(const std::vector<float>& out, double expect) {
@@ -629,29 +600,8 @@ int run_ringmend(const Options& o, int argc, char** argv) {
   }
 
   if (json_file.file) {
-    rb::JsonWriter json;
-    json.begin_object();
-    json.field("benchmark", "recovery");
-    json.key("run").begin_object();
-    rb::write_run_info(json, info);
-    json.end_object();
-    json.key("parameters").begin_object();
-    json.field("mode", mode_name(o.mode));
-    json.field("rounds", o.rounds);
-    json.field("size", o.bytes);
-    json.field("type", "float32");
-    json.field("op", "sum");
-    json.field("settle", o.settle);
-    json.field("phase", o.phase);
-    json.field("victim_policy", o.victim);
-    json.field("spares", o.spares);
-    json.field("state_bytes", o.state_bytes);
-    json.field("fault_spec", spec);
-    json.field("record_file", record);
-    json.end_object();
-    json_rounds(json, rows, o.mode);
-    json.end_object();
-    if (!rb::finish_json_file(json_file, json, o.json, kProgram)) status = 1;
+    const rb::Json doc = recovery_json(info, o, record, spec, rows);
+    if (!rb::finish_json_file(json_file, doc, o.json, kProgram)) status = 1;
   }
   if (rank == 0 && created) std::remove(record.c_str());
   return status;
@@ -818,27 +768,8 @@ int run_ulfm(const Options& o, int argc, char** argv) {
   if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
 
   if (json_file.file) {
-    rb::JsonWriter json;
-    json.begin_object();
-    json.field("benchmark", "recovery");
-    json.key("run").begin_object();
-    rb::write_run_info(json, info);
-    json.end_object();
-    json.key("parameters").begin_object();
-    json.field("mode", mode_name(o.mode));
-    json.field("rounds", o.rounds);
-    json.field("size", o.bytes);
-    json.field("type", "float32");
-    json.field("op", "sum");
-    json.field("settle", o.settle);
-    json.field("victim_policy", o.victim);
-    json.field("spares", o.spares);
-    json.field("state_bytes", o.state_bytes);
-    json.field("record_file", record);
-    json.end_object();
-    json_rounds(json, rows, o.mode);
-    json.end_object();
-    if (!rb::finish_json_file(json_file, json, o.json, kProgram)) status = 1;
+    const rb::Json doc = recovery_json(info, o, record, std::nullopt, rows);
+    if (!rb::finish_json_file(json_file, doc, o.json, kProgram)) status = 1;
   }
   if (rank == 0 && created) std::remove(record.c_str());
   return status;
@@ -905,29 +836,18 @@ int run_init_only(const Options& o, int argc, char** argv, double t_main, double
               finalize_s * 1e3, total_s * 1e3);
   std::fflush(stdout);
   if (json_file.file) {
-    rb::JsonWriter json;
-    json.begin_object();
-    json.field("benchmark", "startup");
-    json.key("run").begin_object();
-    rb::write_run_info(json, info);
-    json.end_object();
-    json.key("parameters").begin_object();
-    json.field("mode", mode_name(o.mode));
-    json.field("size", o.bytes);
-    json.field("type", "float32");
-    json.end_object();
-    json.key("rows").begin_array();
-    json.begin_object();
-    json.field("ranks", n);
-    json.field("mpi_init_ms", worst[0] * 1e3);
-    json.field("runtime_start_ms", worst[1] * 1e3);
-    json.field("first_allreduce_ms", worst[2] * 1e3);
-    json.field("finalize_ms", finalize_s * 1e3);
-    json.field("in_process_ms", total_s * 1e3);
-    json.end_object();
-    json.end_array();
-    json.end_object();
-    if (!rb::finish_json_file(json_file, json, o.json, kProgram)) return 1;
+    const rb::Json doc = {
+        {"benchmark", "startup"},
+        {"run", rb::run_json(info)},
+        {"parameters", {{"mode", mode_name(o.mode)}, {"size", o.bytes}, {"type", "float32"}}},
+        {"rows",
+         {{{"ranks", n},
+           {"mpi_init_ms", worst[0] * 1e3},
+           {"runtime_start_ms", worst[1] * 1e3},
+           {"first_allreduce_ms", worst[2] * 1e3},
+           {"finalize_ms", finalize_s * 1e3},
+           {"in_process_ms", total_s * 1e3}}}}};
+    if (!rb::finish_json_file(json_file, doc, o.json, kProgram)) return 1;
   }
   return status;
 }

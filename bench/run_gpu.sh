@@ -33,16 +33,16 @@ if [ "$tests" = 1 ]; then
   ctest --test-dir "$build" -L gpu --output-on-failure -j 2 || fail=1
 fi
 echo "### copies between the GPU and pinned memory, one process"
-timeout 120 "$build/bench/ringmend_gpu_copy_cost" -e "$max_size" -n 50 || fail=1
+timeout 120 "$build/bench/ringmend_gpu_copy_cost" -m "8:$max_size" -i 50 || fail=1
 ft=("$top/scripts/ft-mpirun" --oversubscribe -np 2)
 one=(-x CUDA_VISIBLE_DEVICES=0)  # the first three placements share GPU 0 wherever there are more
-sweep=(-b 8 -e "$max_size" -f 4 -n 10 -w 3 -r 3)
+sweep=(-m "8:$max_size" --step-factor 4 -i 10 -x 3 -r 3)
 echo "### 2 ranks sharing a GPU, through shared memory"
 timeout 300 "${ft[@]}" "${one[@]}" "$bench" "${sweep[@]}" || fail=1
 echo "### 2 ranks, RINGMEND_SHM=0 (the flat UCX ring, as with one GPU per node)"
 timeout 300 "${ft[@]}" "${one[@]}" -x RINGMEND_SHM=0 "$bench" "${sweep[@]}" || fail=1
 echo "### 2 ranks as NCCL hosts of their own (NCCL path; on one GPU: correctness, not speed)"
-timeout 300 "${ft[@]}" "${one[@]}" -x NCCL_SOCKET_IFNAME=lo "$top/tests/gpu/nccl_host_per_rank.sh" "$bench" -b 8 -e 1M -f 8 -n 5 -w 2 -r 3 || fail=1
+timeout 300 "${ft[@]}" "${one[@]}" -x NCCL_SOCKET_IFNAME=lo "$top/tests/gpu/nccl_host_per_rank.sh" "$bench" -m 8:1M --step-factor 8 -i 5 -x 2 -r 3 || fail=1
 if [ "${gpus:-0}" -ge 2 ]; then
   echo "### 2 ranks, one GPU each (NCCL path inside the node)"
   timeout 300 "${ft[@]}" "$bench" "${sweep[@]}" || fail=1

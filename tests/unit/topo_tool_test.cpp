@@ -108,7 +108,9 @@ TEST(TopoTool, ThisMachineAndHelp) {
   EXPECT_NE(run.out.find("machine: "), std::string::npos) << run.out;
   run = tool("--help");
   EXPECT_EQ(run.status, 0) << run.out;
-  EXPECT_NE(run.out.find("usage: ringmend-topo"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("Usage: ringmend-topo [OPTIONS]"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("--synthetic DESC"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("Exit status: 0 on success"), std::string::npos) << run.out;
 }
 
 TEST(TopoTool, BadArgumentsExitWithTwoAndSayWhy) {
@@ -119,19 +121,20 @@ TEST(TopoTool, BadArgumentsExitWithTwoAndSayWhy) {
       {"--synthetic ''", "needs a non-empty value"},
       {"--xml /nonexistent/topology.xml --ranks 2", "cannot read the XML file '/nonexistent/topology.xml'"},
       {"--xml '" + std::string(RINGMEND_TEST_DATA_DIR) + "' --ranks 2", "XML"},
-      {"--synthetic 'pack:2 core:2 pu:1' --ranks 0", "--ranks must be a positive integer"},
-      {"--synthetic 'pack:2 core:2 pu:1' --ranks -3", "--ranks must be a positive integer"},
-      {"--synthetic 'pack:2 core:2 pu:1' --ranks abc", "--ranks expects an integer, not 'abc'"},
-      {"--synthetic 'pack:2 core:2 pu:1' --ranks 99999999999", "--ranks expects an integer"},
-      {"--synthetic 'pack:2 core:2 pu:1' --ranks 2000000", "--ranks is at most 1048576"},
+      {"--synthetic 'pack:2 core:2 pu:1' --ranks 0", "--ranks: Value 0 not in range 1 to 1048576"},
+      {"--synthetic 'pack:2 core:2 pu:1' --ranks -3", "--ranks: Value -3 not in range 1 to 1048576"},
+      {"--synthetic 'pack:2 core:2 pu:1' --ranks abc", "--ranks: Value abc not in range"},
+      {"--synthetic 'pack:2 core:2 pu:1' --ranks 99999999999", "--ranks: Value 99999999999 not in range"},
+      {"--synthetic 'pack:2 core:2 pu:1' --ranks 2000000",
+       "--ranks: Value 2000000 not in range 1 to 1048576"},
       {"--synthetic 'pack:2 core:2 pu:1' --ranks 2 --nodes 3", "number of nodes"},
-      {"--synthetic 'pack:2 core:2 pu:1' --nodes 2", "--nodes needs --ranks"},
+      {"--synthetic 'pack:2 core:2 pu:1' --nodes 2", "--nodes needs --ranks (or --bind)"},
       {"--synthetic 'pack:2 core:2 pu:1' --bind 0,9", "core 9 does not exist"},
-      {"--synthetic 'pack:2 core:2 pu:1' --bind 0,,1", "--bind expects an integer"},
+      {"--synthetic 'pack:2 core:2 pu:1' --bind 0,,1", "--bind: '0,,1' is not a list of core numbers"},
       {"--synthetic 'pack:2 core:2 pu:1' --ranks 3 --bind 0,1", "bind list has 2 core(s) for 3 rank(s)"},
-      {"--synthetic 'pack:2 core:2 pu:1' --xml x.xml", "at most one of --synthetic and --xml"},
-      {"--ranks", "--ranks needs a value"},
-      {"--frobnicate", "unknown argument '--frobnicate'"},
+      {"--synthetic 'pack:2 core:2 pu:1' --xml x.xml", "--synthetic excludes --xml"},
+      {"--ranks", "--ranks: 1 required N:INT in [1 - 1048576] missing"},
+      {"--frobnicate", "ringmend-topo: unknown option '--frobnicate' (--help for usage)"},
   };
   for (const auto& c : cases) {
     const ToolRun run = tool(c.args);

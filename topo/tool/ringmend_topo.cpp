@@ -1,15 +1,17 @@
 // ringmend-topo: prints where this process runs (its Location and the
 // machine's summary), or builds the Plan of ranks simulated on a synthetic or
-// XML topology and prints it. See usage below.
+// XML topology and prints it. ringmend-topo --help: the options.
+#include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <numeric>
 #include <optional>
+#include <regex>
+#include <sstream>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "topo/hwloc_handle.hpp"
@@ -22,29 +24,18 @@ namespace {
 
 using namespace ringmend::topo;
 
-constexpr const char* kUsage =
-    R"(usage: ringmend-topo [--synthetic DESC | --xml FILE] [--ranks N] [--nodes K] [--bind C0,C1,...]
-
-Without --ranks: prints the machine's summary (packages, NUMA nodes, L3s,
+constexpr const char* kAbout =
+    R"(Without --ranks: prints the machine's summary (packages, NUMA nodes, L3s,
 cores, GPUs and NICs); for this machine also the Location of this process.
 With --ranks: simulates N ranks, each bound to one core, builds their
-communication plan (nodes in local order, leaders, rails, ring) and prints it.
+communication plan (nodes in local order, leaders, rails, ring) and prints it.)";
 
-  --synthetic DESC   an hwloc synthetic machine, e.g. "pack:2 numa:2 l3:2 core:4 pu:1"
-  --xml FILE         an hwloc XML topology (e.g. written by `lstopo FILE.xml`)
-                     (without either: this machine)
-  --ranks N          simulate N ranks (1 to 1048576)
-  --nodes K          on K copies of the machine, ranks filling them in blocks
-                     (default 1)
-  --bind C0,C1,...   bind rank r to core C_r (hwloc logical index) of its node;
-                     one core per rank, --ranks may then be left out
-                     (default: local rank i of each node on core i, round-robin)
-  --help             print this text
+constexpr const char* kExitStatus =
+    R"(Exit status: 0 on success; 2 on bad arguments or a topology that cannot be
+read; 1 when this machine's topology cannot be loaded.)";
 
-Exit status: 0 on success; 2 on bad arguments or a topology that cannot be
-read; 1 when this machine's topology cannot be loaded.
-)";
-
+// Each rank costs a topology lookup and a line of output: past this, the
+// request is a typo rather than a machine.
 constexpr int kMaxRanks = 1 << 20;
 
 struct Options {
@@ -52,69 +43,67 @@ struct Options {
   std::string what;  // XML file or synthetic description
   std::optional<int> ranks, nodes;
   std::vector<int> bind;
-  bool help = false;
 };
 
-int parse_int(std::string_view option, std::string_view text) {
-  int value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-    throw std::invalid_argument(std::string(option) + " expects an integer, not '" + std::string(text) + "'");
-  return value;
-}
-
-std::vector<int> parse_list(std::string_view option, std::string_view text) {
-  std::vector<int> values;
-  for (std::size_t start = 0;;) {
-    const std::size_t comma = text.find(',', start);
-    values.push_back(parse_int(option, text.substr(start, comma - start)));
-    if (comma == std::string_view::npos) return values;
-    start = comma + 1;
-  }
-}
-
+// Reads argv. --help prints the usage and exits 0; a bad flag or value
+// throws std::invalid_argument saying which (exit status 2).
 Options parse(int argc, char** argv) {
   Options o;
-  bool source_given = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i], value;
-    bool has_value = false;
-    if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_value = true;
-    }
-    const auto next = [&]() -> std::string_view {
-      if (has_value) return value;
-      if (i + 1 >= argc) throw std::invalid_argument(std::string(arg) + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--help" || arg == "-h") {
-      o.help = true;
-    } else if (arg == "--synthetic" || arg == "--xml") {
-      if (source_given) throw std::invalid_argument("give at most one of --synthetic and --xml");
-      source_given = true;
-      o.source = arg == "--xml" ? TopologySource::Xml : TopologySource::Synthetic;
-      o.what = next();
-      if (o.what.empty()) throw std::invalid_argument(std::string(arg) + " needs a non-empty value");
-    } else if (arg == "--ranks") {
-      o.ranks = parse_int(arg, next());
-    } else if (arg == "--nodes") {
-      o.nodes = parse_int(arg, next());
-    } else if (arg == "--bind") {
-      o.bind = parse_list(arg, next());
-    } else {
-      throw std::invalid_argument("unknown argument '" + std::string(argv[i]) + "'");
-    }
+  CLI::App app(kAbout, "ringmend-topo");
+  app.footer(kExitStatus);
+  app.get_formatter()->column_width(24);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  const CLI::Validator not_empty(
+      [](std::string& text) -> std::string { return text.empty() ? "needs a non-empty value" : ""; }, "");
+  std::string synthetic_text, xml_file;
+  auto* synthetic = app.add_option("--synthetic", synthetic_text,
+                                   "an hwloc synthetic machine, e.g. \"pack:2 numa:2 l3:2 core:4 pu:1\"")
+                        ->type_name("DESC")
+                        ->check(not_empty);
+  auto* xml =
+      app.add_option("--xml", xml_file,
+                     "an hwloc XML topology (e.g. written by `lstopo FILE.xml`); without either: this "
+                     "machine")
+          ->type_name("FILE")
+          ->check(not_empty);
+  synthetic->excludes(xml);
+  app.add_option("--ranks", o.ranks, "simulate N ranks")->type_name("N")->check(CLI::Range(1, kMaxRanks));
+  app.add_option("--nodes", o.nodes, "on K copies of the machine, ranks filling them in blocks (default 1)")
+      ->type_name("K");
+  // Core numbers, no empty item (CLI11's own list splitting would drop one).
+  const CLI::Validator core_list(
+      [](std::string& text) -> std::string {
+        if (std::regex_match(text, std::regex("[0-9]{1,9}(,[0-9]{1,9})*"))) return {};
+        return "'" + text + "' is not a list of core numbers C0,C1,...";
+      },
+      "");
+  std::string bind_list;
+  app.add_option("--bind", bind_list,
+                 "bind rank r to core C_r (hwloc logical index) of its node; one core per rank, --ranks may "
+                 "then be left out (default: local rank i of each node on core i, round-robin)")
+      ->type_name("C0,C1,...")
+      ->check(core_list);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());
+    std::exit(0);
+  } catch (const CLI::ExtrasError&) {
+    throw std::invalid_argument("unknown option '" + app.remaining().front() + "'");
+  } catch (const CLI::ParseError& e) {
+    throw std::invalid_argument(e.what());
   }
+  if (*synthetic) {
+    o.source = TopologySource::Synthetic;
+    o.what = synthetic_text;
+  } else if (*xml) {
+    o.source = TopologySource::Xml;
+    o.what = xml_file;
+  }
+  std::istringstream cores(bind_list);
+  for (std::string core; std::getline(cores, core, ',');) o.bind.push_back(std::stoi(core));
   if (!o.ranks && !o.bind.empty()) o.ranks = static_cast<int>(o.bind.size());
-  if (o.nodes && !o.ranks) throw std::invalid_argument("--nodes needs --ranks");
-  if (o.ranks && *o.ranks <= 0)
-    throw std::invalid_argument("--ranks must be a positive integer, not " + std::to_string(*o.ranks));
-  // Each rank costs a topology lookup and a line of output: past this, the
-  // request is a typo rather than a machine.
-  if (o.ranks && *o.ranks > kMaxRanks)
-    throw std::invalid_argument("--ranks is at most " + std::to_string(kMaxRanks));
+  if (o.nodes && !o.ranks) throw std::invalid_argument("--nodes needs --ranks (or --bind)");
   return o;
 }
 
@@ -192,14 +181,9 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   try {
-    const Options o = parse(argc, argv);
-    if (o.help) {
-      std::printf("%s", kUsage);
-      return 0;
-    }
-    return run(o);
+    return run(parse(argc, argv));
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "ringmend-topo: %s\n(ringmend-topo --help for usage)\n", e.what());
+    std::fprintf(stderr, "ringmend-topo: %s (--help for usage)\n", e.what());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ringmend-topo: %s\n", e.what());
