@@ -54,6 +54,17 @@ class Control {
   // this process has nothing else to do and should leave the CPU to those
   // that do.
   virtual bool agree(int& flag, bool sleeping = false) = 0;
+  // A meeting point's agreement on an all-ones flag, given up (false) once
+  // this group is revoked: another member's recovery went through the
+  // spare pool instead of coming here. True when every member came. The
+  // native backend's views end such an agreement by themselves.
+  virtual bool agree_unless_revoked() {
+    int flag = 1;
+    return agree(flag, true) && flag == 1;
+  }
+  // The backend's collectives are uniform (every member sees one outcome):
+  // ULFM's; the native membership's all-gathers are not (docs/membership.md).
+  virtual bool uniform_outcomes() const = 0;
   // Every member's `bytes` bytes at `mine`, in rank order, into `all`.
   virtual bool allgather(const void* mine, std::size_t bytes, void* all) = 0;
   // Bytes sent to each of `peers` and received from each (a symmetric

@@ -31,6 +31,17 @@ void UlfmControl::watch() {
   if (!monitor_) monitor_ = std::make_unique<ulfm::FailureMonitor>(comm());
 }
 
+// Open MPI numbers the agreements on a communicator in order and pairs the
+// n-th of every process: an agreement given up must not be made again
+// (runtime/recovery.cpp, above meet(), says why), hence the non-blocking one.
+bool UlfmControl::agree_unless_revoked() {
+  MPI_Comm c = comm();
+  bool success = false;
+  return ulfm::agree_while(
+             c, [c] { return ulfm::is_revoked(c); }, success) &&
+         success;
+}
+
 bool UlfmControl::agree(int& flag, bool sleeping) {
   return (sleeping ? ulfm::agree_sleeping(comm(), flag) : ulfm::agree(comm(), flag)) == MPI_SUCCESS;
 }

@@ -33,6 +33,8 @@ class UlfmControl final : public Control {
   void revoke() override { ulfm::revoke(comm()); }
   bool revoked() override { return ulfm::is_revoked(comm()); }
   bool agree(int& flag, bool sleeping) override;
+  bool agree_unless_revoked() override;
+  bool uniform_outcomes() const override { return true; }
   bool allgather(const void* mine, std::size_t bytes, void* all) override;
   bool exchange(const std::vector<int>& peers, const std::vector<std::byte>& mine,
                 std::vector<std::vector<std::byte>>& theirs) override;

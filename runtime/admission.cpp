@@ -6,7 +6,7 @@
 // members' communicator: the round drops the dead and decides which spares
 // take their places. Members also regroup at a collective-call boundary
 // that every member reaches in the same call (settle(), see
-// communicator.cpp, for spares that could not join during the recovery;
+// call_path.cpp, for spares that could not join during the recovery;
 // a request: grow or release, resize.cpp). Either way the epoch builder
 // makes the Grow epoch, and before its agreement one survivor sends the
 // registered state straight to each joiner over that epoch's channels: the

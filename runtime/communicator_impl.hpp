@@ -223,7 +223,7 @@ struct Communicator::Impl final : transport::WaitContext {
   // agreement on its ctrl that every member makes once per meeting, either
   // here or at the start of its recovery (meet_recovering(), flag 0). True
   // when every member came to the meeting, false when one recovers: join
-  // that recovery then. Why both sides: communicator.cpp, above meet().
+  // that recovery then. Why both sides: recovery.cpp, above meet().
   bool meet();
   void meet_recovering();
   // Whether a recovery goes through the pool (recover_with_spares: always
@@ -345,7 +345,7 @@ struct Communicator::Impl final : transport::WaitContext {
   // Bounds a recovery (`what`: "recovery", "admitting spares", ...) that
   // is inside an MPI call which never returns, from now until it is
   // destroyed: past RINGMEND_RECOVERY_TIMEOUT and a grace, it ends the
-  // process (communicator.cpp says why the grace).
+  // process (recovery.cpp says why the grace).
   Watchdog recovery_watchdog(const std::string& what) const;
   // Whether a recovery (or regroup) begun at `start` is past
   // RINGMEND_RECOVERY_TIMEOUT (never when it is 0).

@@ -198,7 +198,7 @@ bool Communicator::Impl::recovers_through_pool() const {
 
 bool Communicator::Impl::native_membership() const {
   const membership::Epoch* current = attempt_ ? attempt_.get() : epoch_.get();
-  return fault_tolerant_ && current && membership::mpi_comm_of(*current->ctrl) == MPI_COMM_NULL;
+  return fault_tolerant_ && current && !current->ctrl->uniform_outcomes();
 }
 
 // Open MPI numbers the agreements on a communicator in order and pairs the
@@ -214,13 +214,8 @@ bool Communicator::Impl::native_membership() const {
 // changes the view, which ends the meeting's all-gather everywhere.
 bool Communicator::Impl::meet() {
   bool all_came = false;
-  if (recovers_through_pool() && membership::mpi_comm_of(*epoch_->ctrl) != MPI_COMM_NULL) {
-    // The pool is ULFM's: so is the epoch.
-    MPI_Comm ctrl = membership::mpi_comm_of(*epoch_->ctrl);
-    bool success = false;
-    all_came = ulfm::agree_while(
-                   ctrl, [ctrl] { return ulfm::is_revoked(ctrl); }, success) &&
-               success;
+  if (recovers_through_pool()) {
+    all_came = epoch_->ctrl->agree_unless_revoked();
   } else {
     int flag = 1;
     all_came = epoch_->ctrl->agree(flag, true) && flag == 1;

@@ -79,6 +79,7 @@ class NativeControl final : public Control {
   int size() const override { return static_cast<int>(members_.size()); }
   std::vector<int> world_ranks() const override { return {members_.begin(), members_.end()}; }
   const char* backend() const override { return "the native membership"; }
+  bool uniform_outcomes() const override { return false; }
   void watch() override { watching_ = true; }
   void unwatch() override { watching_ = false; }
   bool failure_noticed() override { return watching_ && group_->changing_since(epoch_); }
