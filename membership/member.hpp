@@ -19,17 +19,19 @@ inline constexpr MemberId kNoMember = -1;
 // so that it travels in one MPI_Allgather.
 struct MemberInfo {
   // Identity and placement (filled in by the builder)
-  MemberId id = kNoMember;     // kNoMember: a joiner, given an id in this epoch
-  MemberId next_id = 0;        // the id the next joiner gets (members agree on it)
-  std::int32_t joining = 0;    // 1: admitted in this epoch (it has no previous one)
-  std::uint64_t epoch = 0;     // the epoch this member comes from
-  std::int32_t node_key = -1;  // control rank of this node's first rank
-  std::int32_t host = -1;      // world rank of the first process of its node, if known (SparePool)
-  std::int32_t pid = 0;        // watched by node peers; names the node's segment
-  std::int32_t no_shm = 0;     // 1: a build it took part in found a node without shared memory
-  std::uint64_t machine = 0;   // identifies the physical machine (boot id), to count ranks per CPU
-  std::uint64_t nonce = 0;     // makes the node's segment name unique
-  topo::Location where;        // hwloc binding, for the local order
+  MemberId id = kNoMember;        // kNoMember: a joiner, given an id in this epoch
+  MemberId next_id = 0;           // the id the next joiner gets (members agree on it)
+  std::int32_t joining = 0;       // 1: admitted in this epoch (it has no previous one)
+  std::uint64_t epoch = 0;        // the epoch this member comes from
+  std::int32_t node_key = -1;     // control rank of this node's first rank
+  std::int32_t host = -1;         // world rank of the first process of its node, if known (SparePool)
+  std::int32_t pid = 0;           // watched by node peers; names the node's segment
+  std::uint32_t notice_ip = 0;    // where it hears hang notices (runtime/hang_notices.hpp), network order;
+  std::uint16_t notice_port = 0;  // 0: it does not listen
+  std::int32_t no_shm = 0;        // 1: a build it took part in found a node without shared memory
+  std::uint64_t machine = 0;      // identifies the physical machine (boot id), to count ranks per CPU
+  std::uint64_t nonce = 0;        // makes the node's segment name unique
+  topo::Location where;           // hwloc binding, for the local order
   // Where its collectives stand (filled in by the caller, the communicator)
   std::int64_t seq = 0;  // collective in progress (next one when idle)
   std::int32_t finalizing = 0;

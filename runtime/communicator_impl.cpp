@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "coll/selector.hpp"
+#include "membership/native/control_net.hpp"
 #include "membership/native/native_spare_pool.hpp"
 #include "ringmend/core/log.hpp"
 #include "ringmend/core/outcome.hpp"
@@ -39,6 +40,17 @@ FaultPhase fault_phase_of(transport::Phase p) {
 }  // namespace
 
 namespace {
+
+// Where this process hears hang notices: the control network's address of
+// this node (RINGMEND_CONTROL_INTERFACE, else the first interface up).
+std::string notice_ip(const Settings& settings) {
+  try {
+    return membership::native::control_ip(settings.control_interface);
+  } catch (const std::exception& e) {
+    log(LogLevel::Warn, std::string("hang notices: ") + e.what());
+    return {};
+  }
+}
 
 // This process's number in the job and the job's size at launch: MPI's
 // world, or the native membership's first view (a job without MPI).
@@ -69,7 +81,7 @@ Communicator::Impl::Impl(const Settings& settings, bool fault_tolerant, transpor
       ucx_(ucx),
       builder_(settings_, ucx, world_rank_of(parent, native.get()), world_size_of(parent, native.get()),
                where),
-      hang_(settings_.hang_timeout_seconds, settings_.hang_policy),
+      hang_(settings_.hang_timeout_seconds, settings_.hang_policy, notice_ip(settings_)),
       stragglers_(settings_.straggler_policy, settings_.straggler_window, settings_.straggler_fraction) {
   pipeline_tuner_.on_decision = [this](const std::string& line) { log(line); };
   // The members started with the job have their world rank as member id.
@@ -122,8 +134,7 @@ bool Communicator::Impl::open_spare_pool(MPI_Comm parent, int world_size, member
 // The first epoch of the members; a rank that dies meanwhile is recovered
 // from as in a collective.
 void Communicator::Impl::build_first_epoch(MPI_Comm parent, membership::Start start) {
-  membership::MemberInfo mine;
-  mine.seq = 1;
+  membership::MemberInfo mine = my_state(1);
   if (!start.members) start.members = membership::UlfmControl::first_members(parent, fault_tolerant_);
   auto first = builder_.build(nullptr, std::move(start), mine);
   // The first members have their world ranks as ids, the spares the last.

@@ -25,16 +25,22 @@ progress::OwnRecord* process_record() {
 // Stamps at most this often: a wait polls every few microseconds, and the
 // detector needs tenths of a second.
 constexpr std::uint64_t kStampEveryNs = 20'000'000;
-// A waiting member looks at its node's records at most this often.
+// A waiting member looks at its node's records at most this often, and
+// tells the members of other nodes that it waits at most this often.
 constexpr std::uint64_t kLookEveryNs = 100'000'000;
+constexpr std::uint64_t kNoticeEveryNs = 1'000'000'000;
 
 }  // namespace
 
-HangDetector::HangDetector(double hang_timeout_seconds, HangPolicy policy)
-    : hang_timeout_(hang_timeout_seconds), policy_(policy), record_(process_record()) {}
+HangDetector::HangDetector(double hang_timeout_seconds, HangPolicy policy, const std::string& control_ip)
+    : hang_timeout_(hang_timeout_seconds), policy_(policy), record_(process_record()) {
+  if (hang_timeout_ > 0 && policy_ == HangPolicy::Exclude && record_)
+    notices_ = std::make_unique<HangNotices>(control_ip, hang_timeout_);
+}
 
 void HangDetector::set_member(int id) {
   if (record_) record_->set_member(id);
+  if (notices_) notices_->set_member(id);
 }
 
 void HangDetector::enter(progress::Phase phase, std::uint64_t seq) {
@@ -60,14 +66,19 @@ void HangDetector::waiting(std::uint64_t now_ns, std::uint64_t seq, const member
   }
   if (now_ns < next_look_ns_) return;
   next_look_ns_ = now_ns + kLookEveryNs;
-  look_for_stuck(seq, static_cast<double>(now_ns - waiting_since_ns_) / 1e9, e);
+  const double waited = static_cast<double>(now_ns - waiting_since_ns_) / 1e9;
+  look_for_stuck(seq, waited, e);
+  tell_other_nodes(now_ns, seq, waited, e);
 }
 
 namespace {
 
-// Members of the same machine and node as `me` (pids mean something there).
+// Members of the same machine and node as `me` (pids mean something
+// there), and of the same node of the epoch's plan (test nodes on one
+// machine, RINGMEND_TEST_RANKS_PER_NODE, are nodes of their own here too).
 bool same_node(const membership::MemberInfo& m, const membership::MemberInfo& me) {
-  return m.machine == me.machine && std::strncmp(m.node, me.node, sizeof m.node) == 0;
+  return m.machine == me.machine && std::strncmp(m.node, me.node, sizeof m.node) == 0 &&
+         m.node_key == me.node_key;
 }
 
 }  // namespace
@@ -92,6 +103,17 @@ void HangDetector::fence_lost(const std::vector<membership::MemberId>& lost, mem
                               " without progress for " + seconds_text(seen->idle_seconds) +
                               ": killed, so that it cannot come back");
   }
+}
+
+void HangDetector::tell_other_nodes(std::uint64_t now_ns, std::uint64_t seq, double waited,
+                                    const membership::Epoch& e) {
+  if (!notices_ || now_ns < next_notice_ns_) return;
+  next_notice_ns_ = now_ns + kNoticeEveryNs;
+  const membership::MemberInfo& me = e.infos.at(static_cast<std::size_t>(e.rank));
+  std::vector<bool> mate(static_cast<std::size_t>(e.size));
+  for (int r = 0; r < e.size; ++r)
+    mate[static_cast<std::size_t>(r)] = same_node(e.infos.at(static_cast<std::size_t>(r)), me);
+  notices_->tell_others(e, seq, waited, mate);
 }
 
 void HangDetector::look_for_stuck(std::uint64_t seq, double waited, const membership::Epoch& e) {

@@ -10,10 +10,11 @@
 // Every member of a node that waits judges the same evidence (the stuck
 // process's own record, on the node's one clock), so no slow observer can
 // exclude a healthy member: a member that progresses stamps its record
-// while it waits. The members it cannot see (alone on their node) are left
-// to their launcher (ringmend-rank kills a process stopped or stuck inside
-// a collective for the hang timeout) and, under the native membership, to
-// the node's heartbeat.
+// while it waits. The members it cannot see (on other nodes) are told that
+// it waits (hang_notices.hpp) and judge themselves by the same rule; a
+// process stopped, which cannot, is left to its launcher (ringmend-rank
+// kills a process stopped or stuck inside a collective for the hang
+// timeout) and, under the native membership, to the node's heartbeat.
 #pragma once
 
 #include <sys/types.h>
@@ -26,15 +27,23 @@
 #include "membership/epoch.hpp"
 #include "ringmend/core/options.hpp"
 #include "ringmend/core/progress_record.hpp"
+#include "runtime/hang_notices.hpp"
 
 namespace ringmend {
 
 class HangDetector {
  public:
-  HangDetector(double hang_timeout_seconds, HangPolicy policy);
+  // `control_ip`: where this process hears hang notices.
+  HangDetector(double hang_timeout_seconds, HangPolicy policy, const std::string& control_ip);
 
   // Where this process is (its progress record; nothing without one).
   void set_member(int id);
+  // Where this process hears hang notices, into its MemberInfo.
+  void address_notices(membership::MemberInfo& mine) const {
+    if (!notices_) return;
+    mine.notice_ip = notices_->ip();
+    mine.notice_port = notices_->port();
+  }
   void enter(progress::Phase phase, std::uint64_t seq);
   // A new wait begins (a collective, or its re-execution after a recovery).
   void restart() { waiting_since_ns_ = 0; }
@@ -55,12 +64,16 @@ class HangDetector {
 
  private:
   void look_for_stuck(std::uint64_t seq, double waited, const membership::Epoch& e);
+  void tell_other_nodes(std::uint64_t now_ns, std::uint64_t seq, double waited, const membership::Epoch& e);
 
   double hang_timeout_;
   HangPolicy policy_;
   progress::OwnRecord* record_;  // the process's (one per process), or null
   std::uint64_t waiting_since_ns_ = 0, last_stamp_ns_ = 0, next_look_ns_ = 0, last_poll_ns_ = 0;
   std::map<membership::MemberId, pid_t> mates_;  // this node's other members (ever), by id
+  // Off under the policy `fail` (nobody is excluded) and without a timeout.
+  std::unique_ptr<HangNotices> notices_;
+  std::uint64_t next_notice_ns_ = 0;
 };
 
 }  // namespace ringmend

@@ -72,6 +72,7 @@ membership::MemberInfo Communicator::Impl::my_state(std::uint64_t call_seq) cons
   mine.seq = static_cast<std::int64_t>(call_seq);
   mine.held[0] = static_cast<std::int64_t>(retained_seq_[0]);
   mine.held[1] = static_cast<std::int64_t>(retained_seq_[1]);
+  hang_.address_notices(mine);
   return mine;
 }
 

@@ -26,8 +26,12 @@ long RankRecord::number(const char* key, long otherwise) const {
 
 std::string RankRecord::how_it_ended() const {
   if (const std::string by = word(outcome::kExcludedBy); !by.empty())
-    return "excluded as stuck (no progress for " + word(outcome::kStuckFor, "?") + " s) by " +
-           (by == "launcher" ? std::string("its launcher") : "member " + by) + ", which killed it";
+    return by == "launcher" ? "excluded as stuck (no progress for " + word(outcome::kStuckFor, "?") +
+                                  " s) by its launcher, which killed it"
+                            // Killed by that member, or by itself on that member's notice
+                            // (runtime/hang_notices.hpp): either way that member's wait is the evidence.
+                            : "excluded as stuck (no progress for " + word(outcome::kStuckFor, "?") +
+                                  " s while member " + by + " waited for it) and killed";
   switch (how) {
     case RankRecord::End::Exited:
       return "exited with status " + std::to_string(code);

@@ -159,7 +159,7 @@ TEST(Judge, MembersExcludedAsStuckAreNamed) {
   EXPECT_NE(text.find("2 finished normally, 2 lost (2 of them excluded as stuck)"), std::string::npos)
       << text;
   EXPECT_NE(
-      text.find("member 2 on node1: excluded as stuck (no progress for 60.2 s) by member 0, which killed it"),
+      text.find("member 2 on node1: excluded as stuck (no progress for 60.2 s while member 0 waited for it) and killed"),
       std::string::npos)
       << text;
   EXPECT_NE(text.find("member 3 on node1: excluded as stuck (no progress for 61.0 s) by its launcher"),
