@@ -27,8 +27,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 std::vector<int> missing_from(const std::vector<int>& these, const std::vector<int>& those) {
   std::vector<int> out;
   for (int id : these)
@@ -199,7 +197,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
     if (!from) from = attempt_.get();
     retired_.push_back(std::move(attempt_));
   }
-  PoolRecovery r;
+  RecoveryRecord r;
   r.old_epoch = from->number;
   r.old_members = from->members;
   r.old_infos = from->infos;
@@ -227,7 +225,7 @@ Communicator::Impl::RecoveryOutcome Communicator::Impl::recover_with_spares(
 // One round of the pool in a recovery and the epoch it makes; true once
 // that epoch is ready on every member.
 bool Communicator::Impl::pool_recovery_round(const membership::MemberInfo& mine, membership::Epoch& from,
-                                             int attempt, PoolRecovery& r) {
+                                             int attempt, RecoveryRecord& r) {
   start_recovery_attempt(r.start, attempt, r.old_epoch);
   // Stop using the epoch's channels (kept open until the next epoch is
   // agreed), and revoke it: a member waiting in them learns of the
@@ -273,7 +271,7 @@ bool Communicator::Impl::pool_recovery_round(const membership::MemberInfo& mine,
 MembershipChange Communicator::Impl::recovered_through_pool(const membership::MemberInfo& mine,
                                                             const std::string& cause,
                                                             const std::vector<membership::MemberId>& lost,
-                                                            const PoolRecovery& r) {
+                                                            const RecoveryRecord& r) {
   MembershipChange change = change_to_current(r.old_epoch, r.old_size, lost);
   change.joined = missing_from(epoch_->members, r.old_members);
   change.admit_seconds = change.joined.empty() ? 0 : state_seconds_;

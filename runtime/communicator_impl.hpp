@@ -104,6 +104,11 @@ struct SpareDismissed {
   std::string why;
 };
 
+// Seconds since `t` on the monotonic clock (the recoveries' laps).
+inline double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 // `from`'s member ids added to `to`, kept sorted and without repeats (the
 // ids a call's result reports lost, joined or released).
 void add_ids(std::vector<int>& to, const std::vector<int>& from);
@@ -308,8 +313,20 @@ struct Communicator::Impl final : transport::WaitContext {
   // current epoch, for the application.
   MembershipChange change_to_current(std::uint64_t old_epoch, int old_size,
                                      const std::vector<membership::MemberId>& lost) const;
+  // What a recovery started from, and what it spent: for the change it
+  // reports and the operator's line (recover(), recover_with_spares()).
+  struct RecoveryRecord {
+    std::uint64_t old_epoch = 0;
+    int old_size = 0;
+    // Where the members were, to name the nodes of the lost ones.
+    std::vector<membership::MemberId> old_members;
+    std::vector<membership::MemberInfo> old_infos;
+    std::chrono::steady_clock::time_point start;
+    double shrink_seconds = 0, pool_seconds = 0, rebuild_seconds = 0;
+    int attempts = 0;
+    bool held = false;  // through the pool: spares held back for the next call every member is in
+  };
   // recover()'s parts (recovery.cpp).
-  struct RecoveryRecord;
   bool shrink_and_rebuild(const membership::MemberInfo& mine, int attempt, RecoveryOutcome& out,
                           RecoveryRecord& rec);
   MembershipChange recovered(const membership::MemberInfo& mine, const std::string& cause,
@@ -323,21 +340,11 @@ struct Communicator::Impl final : transport::WaitContext {
                                       std::chrono::steady_clock::time_point start, double settled);
   // recover_with_spares()'s parts (admission.cpp): what the recovery started
   // from and spent, each round, and the change it reports.
-  struct PoolRecovery {
-    std::uint64_t old_epoch = 0;
-    int old_size = 0;
-    std::vector<membership::MemberId> old_members;
-    std::vector<membership::MemberInfo> old_infos;
-    std::chrono::steady_clock::time_point start;
-    double shrink_seconds = 0, pool_seconds = 0, rebuild_seconds = 0;
-    int attempts = 0;
-    bool held = false;  // spares held back for the next call every member is in
-  };
   bool pool_recovery_round(const membership::MemberInfo& mine, membership::Epoch& from, int attempt,
-                           PoolRecovery& r);
+                           RecoveryRecord& r);
   MembershipChange recovered_through_pool(const membership::MemberInfo& mine, const std::string& cause,
                                           const std::vector<membership::MemberId>& lost,
-                                          const PoolRecovery& r);
+                                          const RecoveryRecord& r);
   // regroup()'s report: the change for the application and the operator's line.
   void announce_regroup(std::vector<int> released, std::chrono::steady_clock::time_point start,
                         double pool_seconds, std::uint64_t joiner_next_seq);

@@ -23,8 +23,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 }  // namespace
 
 void Communicator::Impl::fail_in_step(const std::vector<membership::MemberInfo>& states,
@@ -240,19 +238,6 @@ void Communicator::Impl::meet_recovering() {
   int flag = 0;
   (void)epoch_->ctrl->agree(flag);  // its outcome is the meeting's; this member recovers anyway
 }
-
-// What a recovery started from, and what it spent: for the change it
-// reports and the operator's line.
-struct Communicator::Impl::RecoveryRecord {
-  std::uint64_t old_epoch = 0;
-  int old_size = 0;
-  // Where the members were, to name the nodes of the lost ones.
-  std::vector<membership::MemberId> old_members;
-  std::vector<membership::MemberInfo> old_infos;
-  Clock::time_point start;
-  double shrink_seconds = 0, rebuild_seconds = 0;
-  int attempts = 0;
-};
 
 Communicator::Impl::RecoveryOutcome Communicator::Impl::recover(const membership::MemberInfo& mine,
                                                                 const std::string& cause) {

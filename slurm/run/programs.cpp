@@ -211,26 +211,29 @@ FtArgs fault_tolerance_args(const std::string& self_dir) {
   return {std::vector<std::string>(RINGMEND_RUN_FT_ARGS), "the copy built into ringmend-run"};
 }
 
+namespace {
+
+// One of ringmend's helper programs: beside ringmend-run (the build tree),
+// else in the installation's libexec/ringmend.
+std::string find_helper(const std::string& self_dir, const std::string& name) {
+  for (const auto& c : {self_dir + "/" + name, self_dir + "/" RINGMEND_RUN_BIN_TO_LIBEXEC "/" + name})
+    if (executable_file(c)) return real_path(c);
+  throw Fatal{name + " is missing (looked beside ringmend-run and in " +
+              real_path(self_dir + "/" RINGMEND_RUN_BIN_TO_LIBEXEC) + ")"};
+}
+
+}  // namespace
+
 std::string find_netcheck(const std::string& self_dir) {
   if (const char* e = std::getenv("RINGMEND_NETCHECK"); e && *e) {
     if (!executable_file(e))
       throw Fatal{std::string("RINGMEND_NETCHECK='") + e + "' is not an executable file"};
     return e;
   }
-  for (const auto& c :
-       {self_dir + "/ringmend-netcheck", self_dir + "/" RINGMEND_RUN_BIN_TO_LIBEXEC "/ringmend-netcheck"})
-    if (executable_file(c)) return real_path(c);
-  throw Fatal{"the network check program ringmend-netcheck is missing (looked beside ringmend-run and in " +
-              real_path(self_dir + "/" RINGMEND_RUN_BIN_TO_LIBEXEC) + ")"};
+  return find_helper(self_dir, "ringmend-netcheck");
 }
 
-std::string find_rank_launcher(const std::string& self_dir) {
-  for (const auto& c :
-       {self_dir + "/ringmend-rank", self_dir + "/" RINGMEND_RUN_BIN_TO_LIBEXEC "/ringmend-rank"})
-    if (executable_file(c)) return real_path(c);
-  throw Fatal{"ringmend-rank is missing (looked beside ringmend-run and in " +
-              real_path(self_dir + "/" RINGMEND_RUN_BIN_TO_LIBEXEC) + ")"};
-}
+std::string find_rank_launcher(const std::string& self_dir) { return find_helper(self_dir, "ringmend-rank"); }
 
 void check_program(const std::string& program) {
   if (program.find('/') != std::string::npos) {
