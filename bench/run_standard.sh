@@ -19,8 +19,10 @@
 #                          --oversubscribe where the node has fewer than 4 cores
 #   two nodes              the same allreduce programs on the local two-node
 #                          Slurm cluster (scripts/cluster.sh), 1 and 2 ranks per
-#                          node, and ringmend_p2p_bw and ringmend_p2p_bibw (UCX
-#                          and MPI) with 1 rank per node
+#                          node, with Open MPI's default configuration (plain
+#                          mpirun across the nodes; MPICH's launcher cannot
+#                          reach them yet), and ringmend_p2p_bw and
+#                          ringmend_p2p_bibw (UCX and MPI) with 1 rank per node
 #   recovery, one node     for N = 4..8 ranks, ROUNDS jobs each of
 #                          ringmend_recovery --mode ringmend, --mode ulfm, and a
 #                          restart (mpirun -np N-1 ringmend_recovery --init-only, wall time)
@@ -361,6 +363,13 @@ two_nodes() {
           "$roc" -t 880 "$layout" "$BIN/ringmend_gloo_allreduce" -m "4:$cl_max" "${cl_iters[@]}" -f "${vflag[@]}" \
           --iface eth1 \
           --json "$out/json/$config.gloo.$rep.json"
+      fi
+      # Open MPI's default configuration across the nodes (mpirun without
+      # the FT arguments): what a user gives up fault tolerance for.
+      if [ "$have_ompi_default" = 1 ]; then
+        run throughput "$config" openmpi_default "$rep" "$np" "json/$config.openmpi_default.$rep.json" 900 \
+          "$roc" -t 880 --plain-mpirun "$layout" "$BIN/mpi_allreduce_openmpi" --impl openmpi_default \
+          -m "4:$cl_max" "${cl_iters[@]}" "${vflag[@]}" --json "$out/json/$config.openmpi_default.$rep.json"
       fi
       if [ "$layout" = 1,1 ]; then
         run throughput "$config" p2p_bw "$rep" "$np" "json/$config.p2p_bw.$rep.json" 900 \

@@ -4,15 +4,19 @@
 # number of ranks on each of several nodes sharing this machine.
 #
 #   parse_launch_options NAME HELP_LINES ARGS...
-#       reads [-t SECONDS] [-x VAR=VALUE]... [--expect-passed N] LAYOUT program [args...]
-#       into limit, envs (-x pairs for mpirun), expect, layout and command;
+#       reads [-t SECONDS] [-x VAR=VALUE]... [--expect-passed N] [--plain-mpirun]
+#       LAYOUT program [args...] into limit, envs (-x pairs for mpirun),
+#       expect, layout and command; --plain-mpirun exports
+#       RINGMEND_LAUNCH_PLAIN_MPIRUN=1 (see exec_on_nodes);
 #       NAME prefixes its errors, HELP_LINES are the lines of the calling
 #       script that --help prints (2,13)
 #   check_passed_if_asked SCRIPT
 #       with --expect-passed N: runs SCRIPT again without it under
 #       tests/mpi/expect_passed.sh (N ranks print TEST PASSED) and ends
 #   exec_on_nodes SAY LIMIT LAYOUT NODES [mpirun arguments...] program [args...]
-#       replaces the shell with the job
+#       replaces the shell with the job: scripts/ft-mpirun (fault tolerance
+#       on), or with RINGMEND_LAUNCH_PLAIN_MPIRUN=1 $MPIEXEC as it comes, in
+#       Open MPI's default configuration (the benchmarks' baseline)
 #
 #   SAY      what to print before the placement ("run_on_cluster: job 12,")
 #   LIMIT    seconds the job may take
@@ -28,6 +32,7 @@ parse_launch_options() {
       -t) limit=$2; shift 2 ;;
       -x) envs+=(-x "$2"); shift 2 ;;
       --expect-passed) expect=$2; shift 2 ;;
+      --plain-mpirun) export RINGMEND_LAUNCH_PLAIN_MPIRUN=1; shift ;;
       -h | --help) sed -n "${help}p" "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
       -*) echo "$name: unknown option '$1' (--help)" >&2; exit 2 ;;
       *) break ;;
@@ -71,5 +76,11 @@ exec_on_nodes() {
   # every rank on the first node.
   local top
   top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  if [ "${RINGMEND_LAUNCH_PLAIN_MPIRUN:-0}" = 1 ]; then
+    local -a root=()
+    [ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
+    exec timeout -k 5 "$limit" "${MPIEXEC:-mpirun}" "${root[@]}" --oversubscribe --map-by slot --host "$hosts" \
+      -np "$np" "$@"
+  fi
   exec timeout -k 5 "$limit" "$top/scripts/ft-mpirun" --oversubscribe --map-by slot --host "$hosts" -np "$np" "$@"
 }

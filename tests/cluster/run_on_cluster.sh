@@ -4,13 +4,15 @@
 # ulfm/ft_mpirun_args.txt inside `salloc -N <nodes>`, with a given number of
 # ranks on each node (ranks are numbered node by node).
 #
-#   run_on_cluster.sh [-t SECONDS] [-x VAR=VALUE]... [--expect-passed N] LAYOUT program [args...]
+#   run_on_cluster.sh [-t SECONDS] [-x VAR=VALUE]... [--expect-passed N] [--plain-mpirun] LAYOUT program [args...]
 #
 #   LAYOUT            ranks per node, comma-separated: 2,2  3,3  3,1 (one entry per node)
 #   -t SECONDS        limit for the whole job, allocation included (default 120)
 #   -x VAR=VALUE      environment variable for every rank
 #   --expect-passed N check the output with tests/mpi/expect_passed.sh: N ranks
 #                     print "TEST PASSED", none "TEST FAILED", exit status 0
+#   --plain-mpirun    mpirun as it comes, without the FT arguments (Open MPI's
+#                     default configuration: the benchmarks' baseline)
 #
 # Environment: SLURM_CONF (default $RINGMEND_CLUSTER_DIR/slurm.conf, that is
 # /tmp/ringmend-cluster/slurm.conf), MPIEXEC (the ULFM mpirun; default mpirun
@@ -32,7 +34,7 @@ if [ "${1:-}" = "--inside" ]; then
   exec_on_nodes "run_on_cluster: job $SLURM_JOB_ID," "$limit" "$layout" "$node_names" "${envs[@]}" "$@"
 fi
 
-parse_launch_options run_on_cluster 2,18 "$@"
+parse_launch_options run_on_cluster 2,19 "$@"
 set -- "${command[@]}"
 
 for c in salloc sinfo scontrol; do
