@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -174,6 +175,15 @@ namespace {
 RecordPage* map_record(pid_t pid, bool writable) {
   const int fd = ::shm_open(record_name(pid).c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
   if (fd < 0) return nullptr;
+  // A record its owner has created but not sized yet (between its shm_open
+  // and its ftruncate, at the process's start) has no page: reading the
+  // mapping would raise SIGBUS in the reader (seen: ringmend-rank, which
+  // watches its child from the start, crashed so). Not a record yet.
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(RecordPage))) {
+    ::close(fd);
+    return nullptr;
+  }
   void* p =
       ::mmap(nullptr, sizeof(RecordPage), writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
   ::close(fd);

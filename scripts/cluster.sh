@@ -423,6 +423,9 @@ stop() {
   fi
   for node in "${NODES[@]}"; do stop_pid "$(slurmd_pid "$node")" "slurmd $node"; done
   stop_pid "$(ctld_pid)" slurmctld
+  # srun clients of the tests' jobs (named ringmend-*) whose steps were on
+  # a node cut or powered off wait for a controller that is gone, for ever.
+  pkill -KILL -f -- "srun .*-J ringmend-" 2>/dev/null || true
   # Whatever a node still runs (steps of a cut node, say) goes with it.
   [ "$NETNS" = 1 ] && remove_netns
   rm -f "$LAYOUT_FILE" "$DIR"/run/cut-* "$DIR"/run/shape-*

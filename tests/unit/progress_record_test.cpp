@@ -3,8 +3,10 @@
 // judged from it, stopped and excluded through its pidfd.
 #include "ringmend/core/progress_record.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -139,6 +141,28 @@ TEST(ProgressRecord, StateOfAProcessReapedWhileReadIsGone) {
     reaper.join();
     EXPECT_EQ(process_state(pid), '\0');
   }
+}
+
+// A reader that opens a record its owner has created but not yet sized
+// (the owner's start, between its shm_open and its ftruncate) finds no
+// record: mapping the empty file and reading it raised SIGBUS in the reader.
+TEST(ProgressRecord, ARecordNotSizedYetIsNoRecord) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  const std::string name = "/ringmend-progress-" + std::to_string(child);
+  const int fd = ::shm_open(name.c_str(), O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  EXPECT_FALSE(observe(child).has_value());
+  std::string why;
+  EXPECT_FALSE(exclude(child, 0, 1.0, why));
+  ::shm_unlink(name.c_str());
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
 }
 
 }  // namespace
