@@ -2,11 +2,8 @@
 
 #include <signal.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <ctime>
 #include <sstream>
 
 #include "ringmend/core/outcome.hpp"
