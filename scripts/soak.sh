@@ -295,9 +295,12 @@ run_round() {
   for v in "${survivors[@]}"; do grep -q '^started' "$dir/results.$v" 2>/dev/null && started_any=1; done
   # Under srun, a task that dies before it has left Slurm's PMIx makes
   # Slurm end the whole step, started or not (docs/slurm.md): the launcher
-  # must say the job did not start.
-  local step_ended_by_slurm=0
-  if [ "$node_loss" = 1 ] && grep -qE "srun: Force Terminated|\*\*\* STEP .* CANCELLED AT" "$dir/out"; then
+  # must say the job did not start. Slurm's cancel can also come after the
+  # survivors finished (a short job): then the job ran, and is judged so.
+  local step_ended_by_slurm=0 finished_any=0
+  for v in "${survivors[@]}"; do grep -q '^finished' "$dir/results.$v" 2>/dev/null && finished_any=1; done
+  if [ "$node_loss" = 1 ] && [ "$finished_any" = 0 ] &&
+    grep -qE "srun: Force Terminated|\*\*\* STEP .* CANCELLED AT" "$dir/out"; then
     step_ended_by_slurm=1 started_any=0
   fi
   if [ "$started_any" = 0 ] && [ $((${#lost_for_real[@]} + spares_lost)) -gt 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ]; then
