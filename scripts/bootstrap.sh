@@ -7,7 +7,8 @@
 #   scripts/bootstrap.sh            # packages + Open MPI 5 with ULFM
 #   RINGMEND_DEPS=/path scripts/bootstrap.sh   # choose the dependency prefix
 #
-# Prints the Open MPI prefix on the last line as `RINGMEND_MPI_HOME=...`.
+# Prints the Open MPI prefix on the last line as `RINGMEND_MPI_HOME=...`,
+# and before it `RINGMEND_PYTHON=...` once the Python environment is there.
 #
 # Why build Open MPI: Debian 12 ships Open MPI 4.1 (no ULFM) and MPICH 4.0
 # (exports the MPIX_ calls but never reports a killed rank). Open MPI 5.0.x
@@ -33,6 +34,10 @@ OMPI_PATCHES=(openmpi-5.0.7-ob1-send-error-after-free.patch
 # The build's revision: bumped whenever the flags or the patches change, so
 # that a cached build from before is not reused.
 OMPI_BUILD_REVISION=9
+# The Python environment of --with-python (PyPI, pinned).
+TORCH_VERSION=2.15.0
+NUMPY_VERSION=2.4.6
+PYTEST_VERSION=9.2.0
 DEPS=${RINGMEND_DEPS:-${XDG_CACHE_HOME:-$HOME/.cache}/ringmend-deps}
 OMPI_PREFIX=${RINGMEND_MPI_HOME:-$DEPS/openmpi-$OMPI_VERSION-ulfm-r$OMPI_BUILD_REVISION}
 JOBS=$(($(nproc) + 1))
@@ -47,6 +52,7 @@ for arg in "$@"; do
       sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
       echo "  --with-cluster-tools  also install Slurm, Lmod, gloo and gnuplot"
       echo "  --with-python         also install what the Python package and its torch backend need"
+      echo "                        (torch $TORCH_VERSION from PyPI, in a virtual environment: about 5 GB)"
       echo "  --print-prefix        print where Open MPI is (or will be) installed, and stop"
       exit 0
       ;;
@@ -88,9 +94,8 @@ if [ "$WITH_CLUSTER_TOOLS" = 1 ]; then
 fi
 if [ "$WITH_PYTHON" = 1 ]; then
   # The Python package (python/): pybind11 and the headers of Debian's
-  # interpreter; NumPy and torch (1.13, CPU) for the package, its torch
-  # backend and their tests.
-  PACKAGES+=(python3 python3-dev pybind11-dev python3-numpy python3-pytest python3-torch libtorch-dev)
+  # interpreter; NumPy, torch and pytest come pinned from PyPI (below).
+  PACKAGES+=(python3 python3-dev python3-venv pybind11-dev)
 fi
 step "Debian packages (${#PACKAGES[@]})"
 missing=()
@@ -120,6 +125,26 @@ else
   python3 -m venv "$PYTOOLS"
   "$PYTOOLS/bin/pip" install -q --disable-pip-version-check "lizard==$LIZARD_VERSION"
   touch "$PYTOOLS/.lizard-$LIZARD_VERSION"
+fi
+
+# ------------------------------------ torch and NumPy, pinned, from PyPI
+# The Python package is built for this environment's interpreter (Debian's
+# Python 3.11): torch 2.x as users install it (PyPI's build, which carries
+# CUDA's libraries and runs on a CPU too), NumPy, pytest. scripts/build.sh
+# picks it up (RINGMEND_PYTHON= below).
+TORCH_ENV="$DEPS/torch-$TORCH_VERSION"
+TORCH_STAMP="$TORCH_ENV/.numpy-$NUMPY_VERSION-pytest-$PYTEST_VERSION"
+if [ "$WITH_PYTHON" = 1 ]; then
+  if [ -f "$TORCH_STAMP" ] && "$TORCH_ENV/bin/python" -c "import torch, numpy" 2>/dev/null; then
+    step "torch $TORCH_VERSION: cached in $TORCH_ENV"
+  else
+    step "torch $TORCH_VERSION, NumPy $NUMPY_VERSION, pytest $PYTEST_VERSION into $TORCH_ENV (about 5 GB)"
+    rm -rf "$TORCH_ENV"
+    /usr/bin/python3 -m venv "$TORCH_ENV"  # Debian's interpreter, whose headers python3-dev has
+    "$TORCH_ENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" \
+      "numpy==$NUMPY_VERSION" "pytest==$PYTEST_VERSION"
+    touch "$TORCH_STAMP"
+  fi
 fi
 
 # ------------------------------------------------------- Open MPI with ULFM
@@ -185,4 +210,5 @@ else
 fi
 
 step "done in $((SECONDS - START)) s"
+[ -f "$TORCH_STAMP" ] && echo "RINGMEND_PYTHON=$TORCH_ENV/bin/python" >&3
 echo "RINGMEND_MPI_HOME=$OMPI_PREFIX" >&3

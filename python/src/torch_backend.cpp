@@ -1,5 +1,5 @@
-// ringmend.torch._backend: the torch.distributed backend "ringmend" (torch
-// 1.13's c10d::ProcessGroup), over ringmend's non-blocking calls.
+// ringmend.torch._backend: the torch.distributed backend "ringmend" (a
+// c10d::Backend of torch 2.x), over ringmend's non-blocking calls.
 //
 // Every collective is queued on the communicator's call thread and returns a
 // c10d::Work made from a future, completed by the call thread when the call
@@ -20,7 +20,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
@@ -142,12 +142,12 @@ class RingmendWork final : public c10d::Work {
 
 }  // namespace
 
-class ProcessGroupRingmend final : public c10d::ProcessGroup {
+class RingmendBackend final : public c10d::Backend {
  public:
   // `owner` keeps the Python communicator (and its Runtime) alive.
-  ProcessGroupRingmend(Communicator& comm, py::object owner, int rank, int size)
-      : ProcessGroup(rank, size), comm_(comm), owner_(std::move(owner)) {}
-  ~ProcessGroupRingmend() override {
+  RingmendBackend(Communicator& comm, py::object owner, int rank, int size)
+      : Backend(rank, size), comm_(comm), owner_(std::move(owner)) {}
+  ~RingmendBackend() override {
     if (!Py_IsInitialized()) {  // torch may drop its groups after the interpreter
       owner_.release();
       return;
@@ -332,16 +332,15 @@ class ProcessGroupRingmend final : public c10d::ProcessGroup {
 }  // namespace ringmend::torch_backend
 
 PYBIND11_MODULE(_backend, m) {
-  using ringmend::torch_backend::ProcessGroupRingmend;
+  using ringmend::torch_backend::RingmendBackend;
   m.doc() = "The torch.distributed backend \"ringmend\" (use `import ringmend.torch`)";
-  py::module_::import("torch.distributed");  // registers c10d::ProcessGroup's Python type
-  py::class_<ProcessGroupRingmend, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupRingmend>>(
-      m, "ProcessGroupRingmend")
+  py::module_::import("torch.distributed");  // registers c10d::Backend's Python type
+  py::class_<RingmendBackend, c10d::Backend, c10::intrusive_ptr<RingmendBackend>>(m, "RingmendBackend")
       .def(py::init([](py::capsule communicator, py::object owner, int rank, int size) {
              auto* comm = static_cast<ringmend::Communicator*>(communicator.get_pointer());
-             return c10::make_intrusive<ProcessGroupRingmend>(*comm, std::move(owner), rank, size);
+             return c10::make_intrusive<RingmendBackend>(*comm, std::move(owner), rank, size);
            }),
            py::arg("communicator"), py::arg("owner"), py::arg("rank"), py::arg("size"))
-      .def_property_readonly("live_size", &ProcessGroupRingmend::live_size)
-      .def_property_readonly("live_rank", &ProcessGroupRingmend::live_rank);
+      .def_property_readonly("live_size", &RingmendBackend::live_size)
+      .def_property_readonly("live_rank", &RingmendBackend::live_rank);
 }

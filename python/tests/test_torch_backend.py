@@ -14,8 +14,8 @@ import ringmend.torch as rmt  # noqa: E402
 
 OPS = [dist.ReduceOp.SUM, dist.ReduceOp.PRODUCT, dist.ReduceOp.MIN, dist.ReduceOp.MAX]
 TYPES = [torch.float32, torch.float64, torch.int32, torch.int64, torch.float16, torch.bfloat16]
-# gloo has no bfloat16 reductions in torch 1.13: those are checked against a
-# reduction computed here.
+# bfloat16 is checked against a reduction computed here (gloo had no
+# bfloat16 reductions when this test was written).
 GLOO_TYPES = [torch.float32, torch.float64, torch.int32, torch.int64, torch.float16]
 
 
@@ -58,6 +58,19 @@ def test_group(groups):
     assert dist.get_backend() == "ringmend"
     assert dist.get_rank() == world.rank and dist.get_world_size() == world.size
     assert rmt.live_size() == world.size and rmt.live_rank() == world.rank
+    assert torch.__version__ >= "2"
+
+
+def test_one_backend_serves_cpu_and_cuda(groups):
+    """Registered the torch 2.x way for both devices: a CUDA tensor reaches
+    the backend (which refuses it by name) rather than finding no backend."""
+    pg = dist.distributed_c10d._get_default_group()
+    cpu = pg._get_backend(torch.device("cpu"))
+    assert isinstance(cpu, rmt.RingmendBackend)
+    assert pg._get_backend(torch.device("cuda")) is cpu
+    if torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="cuda"):
+            dist.all_reduce(torch.ones(4, device="cuda"))
 
 
 @pytest.mark.parametrize("dtype", TYPES, ids=str)

@@ -29,7 +29,7 @@ import torch
 import torch.distributed as dist
 
 import ringmend
-from ringmend.torch._backend import ProcessGroupRingmend
+from ringmend.torch._backend import RingmendBackend
 
 _runtime = None
 
@@ -53,10 +53,12 @@ def _create(store, rank, world_size, timeout):
             f"(rank {world.rank} of {world.size}), but torch passed rank {rank} of {world_size}: "
             f"use ringmend.torch.init_process_group(), or pass rank and world_size from it"
         )
-    return ProcessGroupRingmend(world._capsule(), world, rank, world_size)
+    return RingmendBackend(world._capsule(), world, rank, world_size)
 
 
-dist.Backend.register_backend("ringmend", _create)
+# One backend object serves both devices; CUDA tensors are refused with an
+# error that says so (the backend reduces CPU tensors).
+dist.Backend.register_backend("ringmend", _create, devices=["cpu", "cuda"])
 
 
 def init_process_group(timeout=_datetime.timedelta(minutes=30), **runtime_options):
@@ -84,10 +86,15 @@ def init_process_group(timeout=_datetime.timedelta(minutes=30), **runtime_option
 
 
 def _group(group):
+    """The ringmend backend of a process group (None: the default group)."""
     pg = group if group is not None else dist.distributed_c10d._get_default_group()
-    if not isinstance(pg, ProcessGroupRingmend):
-        raise TypeError(f"not a ringmend process group: {type(pg).__name__}")
-    return pg
+    try:
+        backend = pg._get_backend(torch.device("cpu"))
+    except RuntimeError:
+        backend = None
+    if not isinstance(backend, RingmendBackend):
+        raise TypeError(f"not a ringmend process group: its CPU backend is {type(backend).__name__}")
+    return backend
 
 
 def live_size(group=None):
@@ -117,7 +124,7 @@ def elastic_mean_hook(state, bucket):
 
 
 __all__ = [
-    "ProcessGroupRingmend",
+    "RingmendBackend",
     "elastic_mean_hook",
     "init_process_group",
     "live_rank",
