@@ -9,7 +9,21 @@
 
 namespace ringmend::coll {
 
-enum class CollectiveKind : std::uint8_t { Allreduce = 1, Broadcast = 2 };
+enum class CollectiveKind : std::uint8_t { Allreduce = 1, Broadcast = 2, Allgather = 3, ReduceScatter = 4 };
+
+inline const char* name_of(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::Allreduce:
+      return "allreduce";
+    case CollectiveKind::Broadcast:
+      return "broadcast";
+    case CollectiveKind::Allgather:
+      return "allgather";
+    case CollectiveKind::ReduceScatter:
+      return "reduce_scatter";
+  }
+  return "?";
+}
 
 // A call whose buffers are copies of GPU memory in host memory
 // (gpu/host_staging.hpp): the input arrives in pieces, the result leaves in
@@ -57,13 +71,54 @@ struct BroadcastArgs {
   std::uint64_t seq;  // collective number, checked against the peers'
 };
 
-// One call, of either kind.
+struct AllgatherArgs {
+  const void* input;  // this rank's block (never written)
+  void* output;       // one block per rank, in slot order
+  std::size_t count;  // elements per block, > 0
+  DataType type;      // carried for the header check only: blocks move as bytes
+  std::uint64_t seq;  // collective number, checked against the peers'
+  // The block of channel rank r goes to output slot slots[r] (the ranks the
+  // application sees can differ from the channel's, see membership::Epoch);
+  // null: slot r.
+  const int* slots = nullptr;
+  std::size_t block_bytes() const { return count * size_of(type); }
+  int slot_of(int rank) const { return slots ? slots[rank] : rank; }
+};
+
+struct ReduceScatterArgs {
+  const void* input;  // one block per slot (never written)
+  void* output;       // this rank's block of the reduction (must not overlap the input)
+  std::size_t count;  // elements per block, > 0
+  DataType type;
+  ReduceOp op;
+  std::uint64_t seq;  // collective number, checked against the peers'
+  // The block channel rank r receives is that of slot slots[r]; null: slot r.
+  const int* slots = nullptr;
+  // Room for (ranks - 1) blocks: the partial reductions in flight.
+  void* work = nullptr;
+  std::size_t block_bytes() const { return count * size_of(type); }
+  int slot_of(int rank) const { return slots ? slots[rank] : rank; }
+};
+
+// One call, of any kind.
 struct Call {
   CollectiveKind kind = CollectiveKind::Allreduce;
-  AllreduceArgs allreduce{};  // kind == Allreduce
-  BroadcastArgs broadcast{};  // kind == Broadcast
+  AllreduceArgs allreduce{};           // kind == Allreduce
+  BroadcastArgs broadcast{};           // kind == Broadcast
+  AllgatherArgs allgather{};           // kind == Allgather (bytes(): this rank's block)
+  ReduceScatterArgs reduce_scatter{};  // kind == ReduceScatter (bytes(): this rank's block)
   std::size_t bytes() const {
-    return kind == CollectiveKind::Allreduce ? allreduce.bytes() : broadcast.bytes;
+    switch (kind) {
+      case CollectiveKind::Allreduce:
+        return allreduce.bytes();
+      case CollectiveKind::Broadcast:
+        return broadcast.bytes;
+      case CollectiveKind::Allgather:
+        return allgather.block_bytes();
+      case CollectiveKind::ReduceScatter:
+        return reduce_scatter.block_bytes();
+    }
+    return 0;
   }
 };
 

@@ -3,13 +3,6 @@
 #include "transport/progress.hpp"
 
 namespace ringmend::coll {
-namespace {
-
-const char* kind_name(CollectiveKind k) {
-  return k == CollectiveKind::Allreduce ? "allreduce" : k == CollectiveKind::Broadcast ? "broadcast" : "?";
-}
-
-}  // namespace
 
 const char* name_of(AlgorithmId id) {
   switch (id) {
@@ -25,29 +18,45 @@ const char* name_of(AlgorithmId id) {
       return "shm-pipelined";
     case AlgorithmId::ChainBroadcast:
       return "chain-broadcast";
+    case AlgorithmId::RingAllgather:
+      return "ring-allgather";
+    case AlgorithmId::RingReduceScatter:
+      return "ring-reduce-scatter";
   }
   return "unknown";
 }
 
-WireHeader header_of(const AllreduceArgs& a, AlgorithmId algorithm) {
+namespace {
+
+WireHeader header(CollectiveKind kind, AlgorithmId algorithm, std::uint64_t seq, std::uint64_t count,
+                  DataType type = {}, ReduceOp op = {}, std::int64_t root = -1) {
   WireHeader h{};
-  h.kind = CollectiveKind::Allreduce;
-  h.type = a.type;
-  h.op = a.op;
+  h.kind = kind;
+  h.type = type;
+  h.op = op;
   h.algorithm = algorithm;
-  h.seq = a.seq;
-  h.count = a.count;
+  h.seq = seq;
+  h.count = count;
+  h.root = root;
   return h;
 }
 
+}  // namespace
+
+WireHeader header_of(const AllreduceArgs& a, AlgorithmId algorithm) {
+  return header(CollectiveKind::Allreduce, algorithm, a.seq, a.count, a.type, a.op);
+}
+
 WireHeader header_of(const BroadcastArgs& a, AlgorithmId algorithm) {
-  WireHeader h{};
-  h.kind = CollectiveKind::Broadcast;
-  h.algorithm = algorithm;
-  h.seq = a.seq;
-  h.count = a.bytes;
-  h.root = a.root;
-  return h;
+  return header(CollectiveKind::Broadcast, algorithm, a.seq, a.bytes, {}, {}, a.root);
+}
+
+WireHeader header_of(const AllgatherArgs& a, AlgorithmId algorithm) {
+  return header(CollectiveKind::Allgather, algorithm, a.seq, a.count, a.type);
+}
+
+WireHeader header_of(const ReduceScatterArgs& a, AlgorithmId algorithm) {
+  return header(CollectiveKind::ReduceScatter, algorithm, a.seq, a.count, a.type, a.op);
 }
 
 std::string describe_mismatch(const WireHeader& mine, const WireHeader& theirs, int peer) {
@@ -59,8 +68,8 @@ std::string describe_mismatch(const WireHeader& mine, const WireHeader& theirs, 
   const std::string who = "rank " + std::to_string(peer);
   if (theirs.magic != WireHeader::kMagic) return who + " sent a corrupt collective header";
   if (theirs.seq != mine.seq || theirs.kind != mine.kind)
-    return who + " is in collective #" + std::to_string(theirs.seq) + " (" + kind_name(theirs.kind) +
-           ") while this rank is in #" + std::to_string(mine.seq) + " (" + kind_name(mine.kind) +
+    return who + " is in collective #" + std::to_string(theirs.seq) + " (" + name_of(theirs.kind) +
+           ") while this rank is in #" + std::to_string(mine.seq) + " (" + name_of(mine.kind) +
            "): ranks called different collectives";
   if (theirs.count != mine.count)
     return who + " passed count " + std::to_string(theirs.count) + ", this rank " +

@@ -22,6 +22,8 @@ enum class AlgorithmId : std::uint8_t {
   ShmOneShot = 3,
   ShmPipelined = 4,
   ChainBroadcast = 5,
+  RingAllgather = 6,
+  RingReduceScatter = 7,
 };
 const char* name_of(AlgorithmId id);
 
@@ -32,7 +34,7 @@ struct WireHeader {
   ReduceOp op{};
   AlgorithmId algorithm = AlgorithmId::None;
   std::uint64_t seq = 0;    // collective number on this communicator
-  std::uint64_t count = 0;  // elements (allreduce) or bytes (broadcast)
+  std::uint64_t count = 0;  // elements (allreduce; allgather, reduce_scatter: per block) or bytes (broadcast)
   std::int64_t root = -1;   // broadcast root (communicator rank), -1 otherwise
 
   static constexpr std::uint32_t kMagic = 0x52474d44;  // "RGMD"
@@ -43,6 +45,8 @@ static_assert(sizeof(WireHeader) == 32);
 // where headers are filled in.
 WireHeader header_of(const AllreduceArgs& args, AlgorithmId algorithm);
 WireHeader header_of(const BroadcastArgs& args, AlgorithmId algorithm);
+WireHeader header_of(const AllgatherArgs& args, AlgorithmId algorithm);
+WireHeader header_of(const ReduceScatterArgs& args, AlgorithmId algorithm);
 
 // Algorithm tags (the channel adds epoch and source). The latency paths send
 // header and data as one message under kTagHeader, so that a rank taking

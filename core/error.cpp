@@ -20,6 +20,8 @@ const char* to_string(Errc code) {
       return "internal error";
     case Errc::Released:
       return "released from the job";
+    case Errc::SizeChanged:
+      return "group size changed during the call";
   }
   return "unknown error";
 }

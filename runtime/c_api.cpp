@@ -60,6 +60,8 @@ int status_of(ringmend::Errc e) {
       return RINGMEND_ERR_INTERNAL;
     case ringmend::Errc::Released:
       return RINGMEND_ERR_RELEASED;
+    case ringmend::Errc::SizeChanged:
+      return RINGMEND_ERR_SIZE_CHANGED;
   }
   return RINGMEND_ERR_INTERNAL;
 }
@@ -171,6 +173,26 @@ int ringmend_barrier(ringmend_comm* comm, ringmend_result* result) {
   return guarded([&] { fill(comm, cxx(comm).barrier(), result); });
 }
 
+int ringmend_allgather(ringmend_comm* comm, const void* input, size_t count, ringmend_datatype type,
+                       void* output, size_t output_count, ringmend_result* result) {
+  if (!check_comm(comm)) return RINGMEND_ERR_INVALID_ARGUMENT;
+  return guarded([&] {
+    const auto t = static_cast<ringmend::DataType>(type);
+    fill(comm, cxx(comm).allgather(input, count, t, output, output_count), result);
+  });
+}
+
+int ringmend_reduce_scatter(ringmend_comm* comm, const void* input, void* output, size_t count,
+                            ringmend_datatype type, ringmend_op op, ringmend_result* result) {
+  if (!check_comm(comm)) return RINGMEND_ERR_INVALID_ARGUMENT;
+  return guarded([&] {
+    fill(comm,
+         cxx(comm).reduce_scatter(input, output, count, static_cast<ringmend::DataType>(type),
+                                  static_cast<ringmend::ReduceOp>(op)),
+         result);
+  });
+}
+
 int ringmend_iallreduce(ringmend_comm* comm, const void* input, void* output, size_t count,
                         ringmend_datatype type, ringmend_op op, ringmend_request** request) {
   return start_request(comm, request, [&] {
@@ -183,6 +205,21 @@ int ringmend_iallreduce(ringmend_comm* comm, const void* input, void* output, si
 int ringmend_ibroadcast(ringmend_comm* comm, void* buffer, size_t bytes, int root,
                         ringmend_request** request) {
   return start_request(comm, request, [&] { return cxx(comm).ibroadcast(buffer, bytes, root); });
+}
+
+int ringmend_iallgather(ringmend_comm* comm, const void* input, size_t count, ringmend_datatype type,
+                        void* output, size_t output_count, ringmend_request** request) {
+  return start_request(comm, request, [&] {
+    return cxx(comm).iallgather(input, count, static_cast<ringmend::DataType>(type), output, output_count);
+  });
+}
+
+int ringmend_ireduce_scatter(ringmend_comm* comm, const void* input, void* output, size_t count,
+                             ringmend_datatype type, ringmend_op op, ringmend_request** request) {
+  return start_request(comm, request, [&] {
+    return cxx(comm).ireduce_scatter(input, output, count, static_cast<ringmend::DataType>(type),
+                                     static_cast<ringmend::ReduceOp>(op));
+  });
 }
 
 int ringmend_ibarrier(ringmend_comm* comm, ringmend_request** request) {

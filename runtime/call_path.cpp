@@ -24,7 +24,17 @@ namespace {
 // on every rank through the recovery state exchange.
 struct LocalInputError {
   std::string text;
+  Errc code = Errc::InvalidArgument;
 };
+
+// Each channel rank's rank as the application sees it: its block's slot in
+// an allgather's output or a reduce_scatter's input.
+std::vector<int> slots_of(const membership::Epoch& e) {
+  std::vector<int> slots(e.members.size());
+  for (std::size_t r = 0; r < slots.size(); ++r)
+    slots[r] = static_cast<int>(std::find(e.ranked.begin(), e.ranked.end(), e.members[r]) - e.ranked.begin());
+  return slots;
+}
 
 }  // namespace
 
@@ -36,8 +46,7 @@ std::string Communicator::Impl::validate(const CollectiveCall& c) const {
     const CollectiveCall& c;
     int rank;
     operator std::string() const {
-      return std::string(c.kind == coll::CollectiveKind::Allreduce ? "allreduce" : "broadcast") +
-             " on rank " + std::to_string(rank) + ": ";
+      return std::string(coll::name_of(c.kind)) + " on rank " + std::to_string(rank) + ": ";
     }
     std::string operator+(const std::string& rest) const { return std::string(*this) + rest; }
     std::string operator+(const char* rest) const { return std::string(*this) + rest; }
@@ -53,6 +62,27 @@ std::string Communicator::Impl::validate(const CollectiveCall& c) const {
     if (c.count > 0 && in != out && in < out + b && out < in + b)
       return at + "input and output overlap without being the same buffer (use the in-place call)";
     if (!c.placement_error.empty()) return at + c.placement_error;
+  } else if (c.kind == coll::CollectiveKind::Allgather) {
+    if (!is_valid(c.type)) return at + "unsupported data type " + std::to_string(static_cast<int>(c.type));
+    if (c.count > 0 && (c.input == nullptr || c.output == nullptr))
+      return at + "null buffer with count " + std::to_string(c.count);
+    if (c.count > 0 && (is_gpu_pointer(c.input) || is_gpu_pointer(c.output)))
+      return at + "a buffer is GPU memory; allgather takes host memory (GPU buffers: allreduce)";
+    if (c.output_bytes < c.result_bytes(view_.size))
+      return at + "the output holds " + std::to_string(c.output_bytes) + " bytes; " +
+             std::to_string(view_.size) + " ranks x " + std::to_string(c.bytes()) + " bytes need " +
+             std::to_string(c.result_bytes(view_.size));
+  } else if (c.kind == coll::CollectiveKind::ReduceScatter) {
+    if (!is_valid(c.type)) return at + "unsupported data type " + std::to_string(static_cast<int>(c.type));
+    if (!is_valid(c.op)) return at + "unsupported reduction " + std::to_string(static_cast<int>(c.op));
+    if (c.count > 0 && (c.input == nullptr || c.output == nullptr))
+      return at + "null buffer with count " + std::to_string(c.count);
+    if (c.count > 0 && (is_gpu_pointer(c.input) || is_gpu_pointer(c.output)))
+      return at + "a buffer is GPU memory; reduce_scatter takes host memory (GPU buffers: allreduce)";
+    const auto* in = static_cast<const std::byte*>(c.input);
+    const auto* out = static_cast<const std::byte*>(c.output);
+    if (c.count > 0 && in < out + c.bytes() && out < in + c.bytes() * static_cast<std::size_t>(view_.size))
+      return at + "the output overlaps the input (a re-run after a failure reads the input again)";
   } else {
     if (c.root < 0 || c.root >= view_.size)
       return at + "root " + std::to_string(c.root) + " is not a rank of this communicator (size " +
@@ -68,6 +98,14 @@ std::string Communicator::Impl::validate(const CollectiveCall& c) const {
 void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq) {
   if (c.gpu) {  // its buffers are on a GPU: device_call.cpp runs it, through here again
     execute_device(c, call_seq);
+    return;
+  }
+  if (c.kind == coll::CollectiveKind::Allgather) {
+    execute_allgather(c, call_seq);
+    return;
+  }
+  if (c.kind == coll::CollectiveKind::ReduceScatter) {
+    execute_reduce_scatter(c, call_seq);
     return;
   }
   const std::size_t bytes = c.bytes();
@@ -118,17 +156,75 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
     // barrier in the same call bounds that: a rank that returns from any
     // collective knows that every member entered it, so survivors are never
     // more than one collective apart, which is what the catch-up hands over.
-    const std::int64_t one = 1;
-    std::int64_t members = 0;
-    coll::Call sync;
-    sync.kind = coll::CollectiveKind::Allreduce;
-    sync.allreduce = {&one, &members, 1, DataType::Int64, ReduceOp::Sum, call_seq};
-    coll::select(sync.kind, sizeof one, e.layout, tuning())
-        .run(sync, e.channels(), e.layout, tuning(), *this);
+    barrier_in_call(call_seq);
   }
   retained_seq_[call_seq % 2] = call_seq;
   retained_bytes_[call_seq % 2] = bytes;
   if (copy_out) std::memcpy(c.output, out.data(), bytes);
+}
+
+// Each rank's block in its slot of the output, the slots in the order of
+// the ranks the application sees. The result is written to the retained
+// buffer and copied out at the end (the input may lie inside the output);
+// every rank's result is the same, so a survivor that missed the end takes
+// it from one that did not. A rank returns only once it has every block,
+// so every rank has entered the call: survivors stay one call apart.
+void Communicator::Impl::execute_allgather(const CollectiveCall& c, std::uint64_t call_seq) {
+  const membership::Epoch& e = *epoch_;
+  const std::size_t total = c.result_bytes(e.size);
+  // Spares admitted since the call was made can leave too little room.
+  if (total > c.output_bytes)
+    throw LocalInputError{"allgather on rank " + std::to_string(e.app_rank()) + ": the group has " +
+                          std::to_string(e.size) + " ranks now; " + std::to_string(total) +
+                          " bytes of output needed, the output holds " + std::to_string(c.output_bytes)};
+  const std::vector<int> slots = slots_of(e);
+  auto& out = scratch_for(call_seq, total);
+  coll::Call call;
+  call.kind = coll::CollectiveKind::Allgather;
+  call.allgather = {c.input, out.data(), c.count, c.type, call_seq, slots.data()};
+  coll::select(call.kind, c.bytes(), e.layout, tuning()).run(call, e.channels(), e.layout, tuning(), *this);
+  retained_seq_[call_seq % 2] = call_seq;
+  retained_bytes_[call_seq % 2] = total;
+  std::memcpy(c.output, out.data(), total);
+}
+
+void Communicator::Impl::barrier_in_call(std::uint64_t call_seq) {
+  const membership::Epoch& e = *epoch_;
+  const std::int64_t one = 1;
+  std::int64_t members = 0;
+  coll::Call sync;
+  sync.kind = coll::CollectiveKind::Allreduce;
+  sync.allreduce = {&one, &members, 1, DataType::Int64, ReduceOp::Sum, call_seq};
+  coll::select(sync.kind, sizeof one, e.layout, tuning()).run(sync, e.channels(), e.layout, tuning(), *this);
+}
+
+// Each rank gets the reduction of every rank's block of its slot, written
+// straight to its output. The input is laid out for the group's size when
+// the application called: a re-run after spares took the lost ranks'
+// places (every rank keeps its rank) reads it as it is; a re-run in a group
+// of another size cannot, and every survivor gets SizeChanged. A barrier
+// ends the call: a rank that returns knows that every rank had its result,
+// so a survivor that missed the end of a call another finished has its
+// result already (nothing to hand over).
+void Communicator::Impl::execute_reduce_scatter(const CollectiveCall& c, std::uint64_t call_seq) {
+  const membership::Epoch& e = *epoch_;
+  if (e.size != c.ranks_at_call)
+    throw LocalInputError{"reduce_scatter #" + std::to_string(call_seq) + ": the group went from " +
+                              std::to_string(c.ranks_at_call) + " to " + std::to_string(e.size) +
+                              " ranks during the call, and its input is laid out for " +
+                              std::to_string(c.ranks_at_call) +
+                              "; the communicator has recovered: lay the input out for its new size "
+                              "and call again",
+                          Errc::SizeChanged};
+  const std::vector<int> slots = slots_of(e);
+  auto& work = scratch_for(call_seq, c.bytes() * static_cast<std::size_t>(e.size));
+  coll::Call call;
+  call.kind = coll::CollectiveKind::ReduceScatter;
+  call.reduce_scatter = {c.input, c.output, c.count, c.type, c.op, call_seq, slots.data(), work.data()};
+  coll::select(call.kind, c.bytes(), e.layout, tuning()).run(call, e.channels(), e.layout, tuning(), *this);
+  barrier_in_call(call_seq);
+  retained_seq_[call_seq % 2] = call_seq;
+  retained_bytes_[call_seq % 2] = 0;
 }
 
 // One application call through its attempts: what the next attempt needs
@@ -144,6 +240,7 @@ struct Communicator::Impl::CallInProgress {
   // The root (member id) the application chose in its view, else kNoMember.
   membership::MemberId root_id = membership::kNoMember;
   int size_at_start = 0;
+  int ranks_in_attempt = 0;                    // the epoch's size when this member last executed the call
   bool catching_up = false;                    // another survivor finished this call: take its result
   std::vector<membership::MemberInfo> states;  // the survivors' states after the last recovery
   CollectiveResult result;
@@ -207,6 +304,8 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
     p.root_id = view_.members[static_cast<std::size_t>(call.root)];
   call_root_ = p.root_id;
   p.size_at_start = view_.size;
+  p.c.ranks_at_call = view_.size;
+  p.ranks_in_attempt = epoch_->size;
   fail_if_root_lost(p);
   // A settle() that finds another member recovering (a round of the pool)
   // joins that recovery below, as after a failure in this call.
@@ -244,14 +343,18 @@ std::optional<Communicator::Impl::CallFailure> Communicator::Impl::attempt(CallI
       // Another survivor finished this collective before the failure: take
       // its result, which contains every original contribution.
       hang_.enter(progress::Phase::Collective, p.seq);
-      catch_up(p.seq, p.states, p.call.bytes());
+      // (An allgather's result has a block per rank of the epoch it ran in,
+      // which this member was in too.)
+      const std::size_t bytes = p.call.retained_bytes(p.ranks_in_attempt);
+      catch_up(p.seq, p.states, bytes);
       if (p.call.gpu)
         device_result_from(p.call, scratch_[p.seq % 2].data());
       else
-        std::memcpy(p.call.output, scratch_[p.seq % 2].data(), p.call.bytes());
+        std::memcpy(p.call.output, scratch_[p.seq % 2].data(), bytes);
       retained_seq_[p.seq % 2] = p.seq;
-      retained_bytes_[p.seq % 2] = p.call.bytes();
-      p.result.contributors = p.size_at_start;
+      retained_bytes_[p.seq % 2] = bytes;
+      p.result.contributors =
+          p.call.kind == coll::CollectiveKind::Allgather ? p.ranks_in_attempt : p.size_at_start;
     } else {
       const bool ahead = std::any_of(p.states.begin(), p.states.end(), [&](const membership::MemberInfo& s) {
         return s.seq < static_cast<std::int64_t>(p.seq) && !s.finalizing;
@@ -263,6 +366,7 @@ std::optional<Communicator::Impl::CallFailure> Communicator::Impl::attempt(CallI
       settle(p.result, p.seq);
       place_root(p);
       hang_.enter(progress::Phase::Collective, p.seq);
+      p.ranks_in_attempt = epoch_->size;
       execute(p.c, p.seq);
       p.result.contributors = epoch_->size;
     }
@@ -275,7 +379,7 @@ std::optional<Communicator::Impl::CallFailure> Communicator::Impl::attempt(CallI
   } catch (const transport::Mismatch& e) {
     return CallFailure{"inconsistent call", e.what(), static_cast<int>(Errc::Mismatch)};
   } catch (const LocalInputError& e) {
-    return CallFailure{"invalid argument", e.text, static_cast<int>(Errc::InvalidArgument)};
+    return CallFailure{"invalid argument", e.text, static_cast<int>(e.code)};
   }
 }
 

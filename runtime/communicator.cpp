@@ -102,6 +102,33 @@ CollectiveResult Communicator::broadcast(void* buffer, std::size_t bytes, int ro
   });
 }
 
+namespace {
+
+CollectiveCall allgather_call(const void* input, std::size_t count, DataType type, void* output,
+                              std::size_t output_count) {
+  CollectiveCall call{coll::CollectiveKind::Allgather, input, output, count, type, ReduceOp::Sum, -1};
+  call.output_bytes = is_valid(type) ? output_count * size_of(type) : 0;
+  return call;
+}
+
+}  // namespace
+
+CollectiveResult Communicator::allgather(const void* input, std::size_t count, DataType type, void* output,
+                                         std::size_t output_count) {
+  return impl_->serially([&] {
+    return guarded([&] { return impl_->call(allgather_call(input, count, type, output, output_count)); });
+  });
+}
+
+CollectiveResult Communicator::reduce_scatter(const void* input, void* output, std::size_t count,
+                                              DataType type, ReduceOp op) {
+  return impl_->serially([&] {
+    return guarded([&] {
+      return impl_->call({coll::CollectiveKind::ReduceScatter, input, output, count, type, op, -1});
+    });
+  });
+}
+
 CollectiveResult Communicator::barrier() {
   std::int64_t one = 1, total = 0;
   return allreduce(&one, &total, 1, DataType::Int64, ReduceOp::Sum);
@@ -160,6 +187,21 @@ Request Communicator::ibroadcast_from_member(void* buffer, std::size_t bytes, in
     const int root = static_cast<int>(it - members.begin());
     return impl->call(
         {coll::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32, ReduceOp::Sum, root});
+  });
+}
+
+Request Communicator::iallgather(const void* input, std::size_t count, DataType type, void* output,
+                                 std::size_t output_count) {
+  return queued(*impl_,
+                [impl = impl_.get(), call = allgather_call(input, count, type, output, output_count)] {
+                  return impl->call(call);
+                });
+}
+
+Request Communicator::ireduce_scatter(const void* input, void* output, std::size_t count, DataType type,
+                                      ReduceOp op) {
+  return queued(*impl_, [impl = impl_.get(), input, output, count, type, op] {
+    return impl->call({coll::CollectiveKind::ReduceScatter, input, output, count, type, op, -1});
   });
 }
 

@@ -48,9 +48,11 @@ struct CollectiveCall {
                  int r)
       : kind(k), input(in), output(out), count(n), type(t), op(o), root(r) {}
   coll::CollectiveKind kind = coll::CollectiveKind::Allreduce;
-  const void* input = nullptr;  // allreduce input, or broadcast buffer on the root
-  void* output = nullptr;       // where the result goes
-  std::size_t count = 0;        // elements (allreduce) or bytes (broadcast)
+  const void* input = nullptr;   // allreduce input, allgather block, or broadcast buffer on the root
+  void* output = nullptr;        // where the result goes
+  std::size_t count = 0;         // elements (allreduce; allgather: per rank) or bytes (broadcast)
+  std::size_t output_bytes = 0;  // allgather: what the output holds
+  int ranks_at_call = 0;         // the group's size when the application called (set by run())
   DataType type = DataType::Int32;
   ReduceOp op = ReduceOp::Sum;
   int root = -1;
@@ -64,8 +66,19 @@ struct CollectiveCall {
   coll::Staging* staging = nullptr;
   // A GPU call's arguments that cannot be run (reported on every rank).
   std::string placement_error;
+  // This rank's part: the allreduce input, the allgather block, the broadcast.
   std::size_t bytes() const {
-    return kind == coll::CollectiveKind::Allreduce ? count * size_of(type) : count;
+    return kind == coll::CollectiveKind::Broadcast ? count : count * size_of(type);
+  }
+  // The result of a call run by `ranks` ranks.
+  std::size_t result_bytes(int ranks) const {
+    return kind == coll::CollectiveKind::Allgather ? bytes() * static_cast<std::size_t>(ranks) : bytes();
+  }
+  // What a survivor that finished the call keeps for one that missed its
+  // end: nothing for a reduce_scatter (every rank's result is its own, and
+  // final on every rank before the call can end on any, see call_path.cpp).
+  std::size_t retained_bytes(int ranks) const {
+    return kind == coll::CollectiveKind::ReduceScatter ? 0 : result_bytes(ranks);
   }
 };
 
@@ -301,6 +314,10 @@ struct Communicator::Impl final : transport::WaitContext {
   static MembershipChange merged(const MembershipChange& first, const MembershipChange& then);
   std::string validate(const CollectiveCall& call) const;
   void execute(const CollectiveCall& call, std::uint64_t call_seq);
+  void execute_allgather(const CollectiveCall& call, std::uint64_t call_seq);
+  void execute_reduce_scatter(const CollectiveCall& call, std::uint64_t call_seq);
+  // A barrier inside collective `call_seq` (an allreduce of one word).
+  void barrier_in_call(std::uint64_t call_seq);
   // run()'s parts (call_path.cpp): one call through its attempts.
   struct CallInProgress;
   struct CallFailure;

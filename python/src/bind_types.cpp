@@ -46,7 +46,8 @@ void bind_enums(py::module_& m) {
       .value("ROOT_LOST", Errc::RootLost)
       .value("BAD_ENVIRONMENT", Errc::BadEnvironment)
       .value("INTERNAL", Errc::Internal)
-      .value("RELEASED", Errc::Released);
+      .value("RELEASED", Errc::Released)
+      .value("SIZE_CHANGED", Errc::SizeChanged);
   py::enum_<LogLevel>(m, "LogLevel")
       .value("ERROR", LogLevel::Error)
       .value("WARN", LogLevel::Warn)

@@ -8,8 +8,9 @@
 // membership changes under it when ranks die. The group keeps torch's
 // numbering and size; the calls run over the members alive (see
 // docs/torch.md): a sum has one term per member that contributed, AVG
-// divides by that number, and allgather / reduce_scatter, whose outputs
-// need one slot per rank, fail clearly once ranks are missing.
+// divides by that number, and allgather / reduce_scatter (ringmend's own,
+// coll/ring_allgather.hpp and coll/ring_reduce_scatter.hpp), whose blocks
+// are torch's ranks, fail clearly once ranks are missing.
 #include <ATen/ATen.h>
 #include <pybind11/chrono.h>
 #include <torch/csrc/utils/pybind.h>
@@ -237,10 +238,11 @@ class RingmendBackend final : public c10d::Backend {
     check_tensor(output, "_allgather_base");
     TORCH_CHECK(output.numel() == input.numel() * getSize() && output.scalar_type() == input.scalar_type(),
                 "ringmend _allgather_base: the output must hold size x the input, of its type");
-    return gather_into(input, output.view({-1}).chunk(getSize()));
+    at::Tensor flat = output.view({-1});
+    return gather_into(input, flat.chunk(getSize()), flat);
   }
 
-  // Allreduce of the inputs laid end to end; this rank keeps its slot.
+  // ringmend's reduce_scatter of the inputs laid end to end.
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                 const c10d::ReduceScatterOptions& opts) override {
@@ -252,17 +254,17 @@ class RingmendBackend final : public c10d::Backend {
       TORCH_CHECK(i.numel() == out.numel() && i.scalar_type() == out.scalar_type(),
                   "ringmend reduce_scatter: every input tensor must match the output's size and type");
     }
-    const ReduceChoice r = reduce_op_of(opts.reduceOp, "reduce_scatter");
-    at::Tensor flat = at::cat(flattened(inputs[0]));
-    const int size = getSize(), slot = getRank();
-    return queue(
-        c10d::OpType::REDUCE_SCATTER, {out},
-        [&] { return comm_.iallreduce(flat.data_ptr(), flat.numel(), data_type_of(flat, ""), r.op); },
-        [flat, out, size, slot, average = r.average](const CollectiveResult& res) {
-          require_everyone(res, size, "reduce_scatter");
-          if (average) flat.div_(res.contributors);
-          out.view({-1}).copy_(flat.narrow(0, slot * out.numel(), out.numel()));
-        });
+    return scatter_into(at::cat(flattened(inputs[0])), out, opts.reduceOp);
+  }
+
+  // reduce_scatter_tensor (FSDP's call): the input is size x the output.
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts) override {
+    check_tensor(input, "_reduce_scatter_base");
+    check_tensor(output, "_reduce_scatter_base");
+    TORCH_CHECK(input.numel() == output.numel() * getSize() && output.scalar_type() == input.scalar_type(),
+                "ringmend _reduce_scatter_base: the input must hold size x the output, of its type");
+    return scatter_into(input, output, opts.reduceOp);
   }
 
  private:
@@ -281,22 +283,44 @@ class RingmendBackend final : public c10d::Backend {
                       " are gone; after a membership change, create the group again to use it");
   }
 
-  c10::intrusive_ptr<c10d::Work> gather_into(const at::Tensor& in, std::vector<at::Tensor> slots) {
-    const int size = getSize(), slot = getRank();
-    // 64-bit words, the last one padded with zeros: a sum of one value and
-    // zeros is that value, bit for bit, whatever the type.
-    const std::size_t bytes = in.nbytes();
-    const std::int64_t words = static_cast<std::int64_t>((bytes + 7) / 8);
-    at::Tensor buffer = at::zeros({words * size}, at::kLong);
-    std::memcpy(buffer.narrow(0, slot * words, words).data_ptr(), in.data_ptr(), bytes);
+  // ringmend's allgather into one buffer of size x the input (the output
+  // itself when it is one contiguous tensor), then each rank's block to its
+  // slot. Needs every rank of the group (torch numbers the slots).
+  c10::intrusive_ptr<c10d::Work> gather_into(const at::Tensor& in, std::vector<at::Tensor> slots,
+                                             at::Tensor whole = {}) {
+    const int size = getSize();
+    at::Tensor buffer = whole.defined() ? whole : at::empty({in.numel() * size}, in.options());
+    const bool direct = whole.defined();
     return queue(
         c10d::OpType::ALLGATHER, slots,
-        [&] { return comm_.iallreduce(buffer.data_ptr(), buffer.numel(), DataType::Int64, ReduceOp::Sum); },
-        [buffer, slots, size, words, bytes](const CollectiveResult& res) {
+        [&] {
+          return comm_.iallgather(in.data_ptr(), static_cast<std::size_t>(in.numel()), data_type_of(in, ""),
+                                  buffer.data_ptr(), static_cast<std::size_t>(buffer.numel()));
+        },
+        [buffer, slots, size, direct, n = in.numel()](const CollectiveResult& res) {
           require_everyone(res, size, "allgather");
+          if (direct) return;
           for (int r = 0; r < size; ++r)
-            std::memcpy(slots[static_cast<std::size_t>(r)].data_ptr(),
-                        buffer.narrow(0, r * words, words).data_ptr(), bytes);
+            slots[static_cast<std::size_t>(r)].view({-1}).copy_(buffer.narrow(0, r * n, n));
+        });
+  }
+
+  // ringmend's reduce_scatter of `flat` (size blocks) into `out`, which
+  // must not overlap it (a re-run after a failure reads the input again).
+  c10::intrusive_ptr<c10d::Work> scatter_into(at::Tensor flat, at::Tensor out, const c10d::ReduceOp& op) {
+    const ReduceChoice r = reduce_op_of(op, "reduce_scatter");
+    TORCH_CHECK(!r.average || at::isFloatingType(out.scalar_type()),
+                "ringmend reduce_scatter: AVG needs a floating-point tensor");
+    const int size = getSize();
+    return queue(
+        c10d::OpType::REDUCE_SCATTER, {out},
+        [&] {
+          return comm_.ireduce_scatter(flat.data_ptr(), out.data_ptr(), static_cast<std::size_t>(out.numel()),
+                                       data_type_of(out, ""), r.op);
+        },
+        [flat, out, size, average = r.average](const CollectiveResult& res) {
+          require_everyone(res, size, "reduce_scatter");
+          if (average) out.div_(res.contributors);
         });
   }
 

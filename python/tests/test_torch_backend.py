@@ -142,6 +142,23 @@ def test_allgather_against_gloo(groups, dtype, n):
         assert a.numpy().tobytes() == b.numpy().tobytes(), f"slot {r} differs from gloo's"
 
 
+@pytest.mark.parametrize("in_place", [False, True], ids=["out_of_place", "in_place"])
+def test_all_gather_into_tensor(groups, in_place):
+    """FSDP's call: one output tensor, the input often a view of this rank's slot."""
+    _, gloo = groups
+    size, rank = dist.get_world_size(), dist.get_rank()
+    n = 4099
+    out = torch.full((size * n,), -1.0, dtype=torch.bfloat16)
+    mine = torch.arange(n, dtype=torch.float32).add(rank * 0.5).to(torch.bfloat16)
+    if in_place:
+        out[rank * n : (rank + 1) * n] = mine
+        mine = out[rank * n : (rank + 1) * n]
+    dist.all_gather_into_tensor(out, mine)
+    theirs = torch.empty(size * n, dtype=torch.float32)
+    dist.all_gather_into_tensor(theirs, torch.arange(n, dtype=torch.float32).add(rank * 0.5), group=gloo)
+    assert torch.equal(out, theirs.to(torch.bfloat16))
+
+
 def test_reduce_scatter(groups):
     size, rank = dist.get_world_size(), dist.get_rank()
     n = 1001
@@ -149,6 +166,31 @@ def test_reduce_scatter(groups):
     out = torch.empty(n)
     dist.reduce_scatter(out, inputs)
     assert torch.equal(out, reference(size, n, dist.ReduceOp.SUM, torch.float32, salt=rank * n))
+
+
+@pytest.mark.parametrize("dtype", TYPES, ids=str)
+@pytest.mark.parametrize("op", OPS + [dist.ReduceOp.AVG], ids=str)
+def test_reduce_scatter_tensor(groups, dtype, op):
+    """FSDP's call: one input of size x the output, every op and type."""
+    size, rank = dist.get_world_size(), dist.get_rank()
+    if op == dist.ReduceOp.AVG and not dtype.is_floating_point:
+        pytest.skip("AVG needs a floating-point tensor")
+    n = 2053
+    base = dist.ReduceOp.SUM if op == dist.ReduceOp.AVG else op
+    flat = data(rank, size * n, base, dtype)
+    out = torch.empty(n, dtype=dtype)
+    dist.reduce_scatter_tensor(out, flat, op=op)
+    want = reference(size, size * n, base, torch.float64)[rank * n : (rank + 1) * n]
+    if op == dist.ReduceOp.AVG:
+        want = want / size
+    assert torch.equal(out, want.to(dtype)), f"{dtype} {op}"
+
+
+def test_reduce_scatter_refuses_an_output_inside_the_input(groups):
+    size, rank = dist.get_world_size(), dist.get_rank()
+    flat = torch.ones(size * 8)
+    with pytest.raises(RuntimeError, match="overlaps"):
+        dist.reduce_scatter_tensor(flat[rank * 8 : (rank + 1) * 8], flat)
 
 
 def test_unsupported_operation_names_itself(groups):

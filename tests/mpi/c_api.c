@@ -1,5 +1,5 @@
 /* The C API end to end: allreduce (in place and not), broadcast, barrier,
- * their non-blocking forms, and an error reported through a status code and
+ * allgather, reduce_scatter, their non-blocking forms, and an error reported through a status code and
  * ringmend_last_error(). */
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   }
   ringmend_comm* world = ringmend_world(rt);
   const int rank = ringmend_comm_rank(world), size = ringmend_comm_size(world);
-  int failures = 0;
+  int failures = 0, rc = 0;
 
   double x[3] = {rank, 1.0, -rank}, y[3];
   ringmend_result r;
@@ -31,9 +31,41 @@ int main(int argc, char** argv) {
     ++failures;
   if (ringmend_barrier(world, NULL) != RINGMEND_SUCCESS) ++failures;
 
+  /* allgather: rank r's two values at 2r; reduce_scatter: rank r gets the
+   * sum of every rank's block r; both non-blocking too. */
+  {
+    long long mine[2] = {rank, 100 + rank}, all[2 * 64];
+    if (size > 64 ||
+        ringmend_allgather(world, mine, 2, RINGMEND_INT64, all, 2 * (size_t)size, &r) != RINGMEND_SUCCESS ||
+        r.contributors != size)
+      ++failures;
+    for (int i = 0; i < size && i < 64; ++i)
+      if (all[2 * i] != i || all[2 * i + 1] != 100 + i) ++failures;
+    double blocks[64], out = -1;
+    for (int j = 0; j < size && j < 64; ++j) blocks[j] = rank * 10.0 + j;
+    if (ringmend_reduce_scatter(world, blocks, &out, 1, RINGMEND_FLOAT64, RINGMEND_SUM, NULL) !=
+            RINGMEND_SUCCESS ||
+        out != 10.0 * size * (size - 1) / 2 + size * rank)
+      ++failures;
+    ringmend_request *ga = NULL, *rs = NULL;
+    out = -1;
+    if (ringmend_iallgather(world, mine, 2, RINGMEND_INT64, all, 2 * (size_t)size, &ga) != RINGMEND_SUCCESS ||
+        ringmend_ireduce_scatter(world, blocks, &out, 1, RINGMEND_FLOAT64, RINGMEND_MAX, &rs) !=
+            RINGMEND_SUCCESS ||
+        ringmend_wait(&ga, NULL) != RINGMEND_SUCCESS || ringmend_wait(&rs, NULL) != RINGMEND_SUCCESS ||
+        out != 10.0 * (size - 1) + rank)
+      ++failures;
+    /* An output too small for size blocks: an error on every rank. */
+    rc = ringmend_allgather(world, mine, 2, RINGMEND_INT64, all, rank == 0 ? 1 : 2 * (size_t)size, NULL);
+    if (rc != RINGMEND_ERR_INVALID_ARGUMENT) {
+      fprintf(stderr, "rank %d: small allgather output: got %d (%s)\n", rank, rc, ringmend_last_error());
+      ++failures;
+    }
+  }
+
   /* A null buffer on one rank is an error on every rank. */
   int v = 1;
-  int rc = ringmend_allreduce(world, rank == 0 ? NULL : &v, &v, 1, RINGMEND_INT32, RINGMEND_SUM, NULL);
+  rc = ringmend_allreduce(world, rank == 0 ? NULL : &v, &v, 1, RINGMEND_INT32, RINGMEND_SUM, NULL);
   if (rc != RINGMEND_ERR_INVALID_ARGUMENT || strstr(ringmend_last_error(), "null buffer") == NULL) {
     fprintf(stderr, "rank %d: expected invalid-argument, got %d (%s)\n", rank, rc, ringmend_last_error());
     ++failures;

@@ -3,18 +3,25 @@
 // reduction over the ranks that contributed to it, and at the end checks the
 // membership it was told to expect.
 //
-//   fault_allreduce --iters=N --count=C [--expect-size=S] [--mode=allreduce|mixed|bcast]
+//   fault_allreduce --iters=N --count=C [--expect-size=S]
+//                   [--mode=allreduce|mixed|bcast|allgather|reduce_scatter|every]
+//                   [--expect-size-changed=CALL]
 //                   [--sleep-ms=M] [--pid-dir=D] [--expect-root-lost=CALL] [--allow-root-lost=yes]
 //                   [--hang-member=ID --hang-at=ITERATION]
 // --hang-member: that member stops coming to the collectives at that
 // iteration (it spins in its own code for ever, as a livelocked thread
 // would): the hang detector must exclude it.
+// --mode: mixed has a broadcast every third call; every cycles through
+// allreduce, allgather, broadcast and reduce_scatter. --expect-size-changed:
+// that call (a reduce_scatter a member dies in, no spare to replace it)
+// fails with SizeChanged on every survivor.
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -26,7 +33,7 @@ using namespace ringmend::testing;
 int main(int argc, char** argv) {
   require_known_options(argc, argv,
                         {"iters", "count", "expect-size", "mode", "sleep-ms", "pid-dir", "expect-root-lost",
-                         "allow-root-lost", "hang-member", "hang-at"});
+                         "expect-size-changed", "allow-root-lost", "hang-member", "hang-at"});
   const int iters = std::stoi(option(argc, argv, "iters", "12"));
   const std::size_t count = std::stoul(option(argc, argv, "count", "100003"));
   const int expect_size = std::stoi(option(argc, argv, "expect-size", "-1"));
@@ -34,6 +41,7 @@ int main(int argc, char** argv) {
   const int sleep_ms = std::stoi(option(argc, argv, "sleep-ms", "0"));
   const std::string pid_dir = option(argc, argv, "pid-dir", "");
   const long expect_root_lost = std::stol(option(argc, argv, "expect-root-lost", "-1"));
+  const long expect_size_changed = std::stol(option(argc, argv, "expect-size-changed", "-1"));
   // With kills at random moments the root of a broadcast may be the victim:
   // RootLost is then the right answer, provided the root really is gone.
   const bool allow_root_lost = option(argc, argv, "allow-root-lost", "no") == "yes";
@@ -70,13 +78,18 @@ int main(int argc, char** argv) {
 
   const DataType types[] = {DataType::Float32, DataType::Int64, DataType::Float64, DataType::Int32};
   const ReduceOp ops[] = {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Prod, ReduceOp::Min};
-  int failures = 0, recovered_calls = 0, root_lost_seen = 0;
+  int failures = 0, recovered_calls = 0, root_lost_seen = 0, size_changed_seen = 0;
   // The loop's position is the state a spare resumes from (docs/elastic.md).
   int it = 0;
   comm.register_state("iteration", &it, sizeof it);
   if (comm.joined())
     std::printf("member %d: admitted as a spare at rank %d of %d, resuming at iteration %d\n", me,
                 comm.rank(), comm.size(), it);
+  // Every member's block of an allgather, by member id: the result names
+  // its ranks' members, whoever contributed.
+  auto block_value = [](int member, std::size_t i, int iteration) {
+    return static_cast<std::int64_t>(member) * 1000003 + static_cast<std::int64_t>(i) * 7 + iteration;
+  };
   for (; it < iters; ++it) {
     if (me == hang_member && it == hang_at) {
       std::printf("member %d: stuck in its own code from iteration %d on\n", me, it);
@@ -85,8 +98,65 @@ int main(int argc, char** argv) {
       for (;;) spin.fetch_add(1, std::memory_order_relaxed);
     }
     const long call = static_cast<long>(comm.collectives_called()) + 1;
-    const bool bcast = mode == "bcast" || (mode == "mixed" && it % 3 == 2);
-    if (bcast) {
+    const bool bcast =
+        mode == "bcast" || (mode == "mixed" && it % 3 == 2) || (mode == "every" && it % 4 == 2);
+    const bool gather = mode == "allgather" || (mode == "every" && it % 4 == 1);
+    const bool scatter = mode == "reduce_scatter" || (mode == "every" && it % 4 == 3);
+    if (scatter) {
+      // Block j of every member's input is its fill for salt it * 64 + j;
+      // rank r's output, the reduction of the members' blocks r.
+      const DataType t = types[it % 4];
+      const ReduceOp op = ops[(it / 4 + it) % 4];
+      const std::size_t size = static_cast<std::size_t>(comm.size()), block = count * size_of(t);
+      std::vector<std::byte> in(size * block);
+      for (std::size_t j = 0; j < size; ++j) {
+        TypedBuffer b(t, count);
+        b.fill_input(me, op, it * 64 + static_cast<int>(j));
+        std::memcpy(in.data() + j * block, b.data(), block);
+      }
+      TypedBuffer out(t, count);
+      try {
+        const CollectiveResult r = comm.reduce_scatter(in.data(), out.data(), count, t, op);
+        recovered_calls += r.recovered;
+        const std::size_t wrong = out.wrong(contributors_of(comm, r), op, it * 64 + comm.rank());
+        if (wrong) {
+          std::fprintf(stderr,
+                       "world rank %d: reduce_scatter %d (%s %s, recovered=%d, contributors=%d): %zu wrong\n",
+                       me, it, std::string(name_of(t)).c_str(), std::string(name_of(op)).c_str(), r.recovered,
+                       r.contributors, wrong);
+          ++failures;
+        }
+      } catch (const Error& e) {
+        if (e.code() == Errc::SizeChanged && call == expect_size_changed &&
+            comm.size() != static_cast<int>(size)) {
+          ++size_changed_seen;
+        } else {
+          std::fprintf(stderr, "world rank %d: reduce_scatter %d: unexpected error: %s\n", me, it, e.what());
+          ++failures;
+        }
+      }
+    } else if (gather) {
+      // In place every other call: this rank's block already in its slot.
+      const std::size_t size = static_cast<std::size_t>(comm.size()),
+                        rank = static_cast<std::size_t>(comm.rank());
+      std::vector<std::int64_t> out(count * size, -1), in(count);
+      for (std::size_t i = 0; i < count; ++i) in[i] = block_value(me, i, it);
+      const bool in_place = it % 2 == 1;
+      if (in_place) std::copy(in.begin(), in.end(), out.begin() + static_cast<std::ptrdiff_t>(rank * count));
+      const CollectiveResult r = comm.allgather(in_place ? out.data() + rank * count : in.data(), count,
+                                                DataType::Int64, out.data(), out.size());
+      recovered_calls += r.recovered;
+      const std::vector<int> members = comm.member_ids();
+      std::size_t wrong = r.contributors == comm.size() ? 0 : 1;
+      for (std::size_t b = 0; b < static_cast<std::size_t>(r.contributors) && b < members.size(); ++b)
+        for (std::size_t i = 0; i < count; ++i) wrong += out[b * count + i] != block_value(members[b], i, it);
+      if (wrong) {
+        std::fprintf(stderr,
+                     "world rank %d: allgather %d (recovered=%d, contributors=%d, size %d): %zu wrong\n", me,
+                     it, r.recovered, r.contributors, comm.size(), wrong);
+        ++failures;
+      }
+    } else if (bcast) {
       const int root = it % comm.size();
       const int root_world = comm.member_ids()[static_cast<std::size_t>(root)];
       std::vector<std::int32_t> buf(count);
@@ -144,6 +214,10 @@ int main(int argc, char** argv) {
                  me, static_cast<unsigned long long>(first_epoch), broken_chain,
                  static_cast<unsigned long long>(last_epoch), last_size,
                  static_cast<unsigned long long>(comm.epoch()), comm.size());
+    ++failures;
+  }
+  if (expect_size_changed >= 0 && size_changed_seen != 1) {
+    std::fprintf(stderr, "world rank %d: expected Errc::SizeChanged in call %ld\n", me, expect_size_changed);
     ++failures;
   }
   if (expect_root_lost >= 0 && root_lost_seen != 1) {

@@ -21,7 +21,8 @@ typedef enum {
   RINGMEND_ERR_ROOT_LOST = 5,
   RINGMEND_ERR_BAD_ENVIRONMENT = 6,
   RINGMEND_ERR_INTERNAL = 7,
-  RINGMEND_ERR_RELEASED = 8
+  RINGMEND_ERR_RELEASED = 8,
+  RINGMEND_ERR_SIZE_CHANGED = 9
 } ringmend_status;
 
 typedef enum {
@@ -92,6 +93,15 @@ int ringmend_allreduce(ringmend_comm* comm, const void* input, void* output, siz
                        ringmend_datatype type, ringmend_op op, ringmend_result* result);
 int ringmend_broadcast(ringmend_comm* comm, void* buffer, size_t bytes, int root, ringmend_result* result);
 int ringmend_barrier(ringmend_comm* comm, ringmend_result* result);
+/* Every rank's `count` elements of `input`, rank r's at element r * count of
+   `output`, which holds `output_count` elements (at least size * count).
+   After a loss, result->contributors blocks are filled (ringmend.hpp). */
+int ringmend_allgather(ringmend_comm* comm, const void* input, size_t count, ringmend_datatype type,
+                       void* output, size_t output_count, ringmend_result* result);
+/* `input` holds size blocks of `count` elements; rank r gets the reduction
+   of block r. RINGMEND_ERR_SIZE_CHANGED after a loss no spare replaced. */
+int ringmend_reduce_scatter(ringmend_comm* comm, const void* input, void* output, size_t count,
+                            ringmend_datatype type, ringmend_op op, ringmend_result* result);
 /* Non-blocking (ringmend.hpp: iallreduce; docs/nonblocking.md): the call is
  * queued on the communicator's call thread and *request set to its handle.
  * ringmend_wait waits for it, fills *result, returns the call's status and
@@ -103,6 +113,10 @@ int ringmend_iallreduce(ringmend_comm* comm, const void* input, void* output, si
 int ringmend_ibroadcast(ringmend_comm* comm, void* buffer, size_t bytes, int root,
                         ringmend_request** request);
 int ringmend_ibarrier(ringmend_comm* comm, ringmend_request** request);
+int ringmend_iallgather(ringmend_comm* comm, const void* input, size_t count, ringmend_datatype type,
+                        void* output, size_t output_count, ringmend_request** request);
+int ringmend_ireduce_scatter(ringmend_comm* comm, const void* input, void* output, size_t count,
+                             ringmend_datatype type, ringmend_op op, ringmend_request** request);
 int ringmend_wait(ringmend_request** request, ringmend_result* result);
 int ringmend_test(ringmend_request** request, int* done, ringmend_result* result);
 /* Membership on request (ringmend.hpp: grow, release; docs/elastic.md):

@@ -154,6 +154,39 @@ class Communicator {
   CollectiveResult broadcast(void* buffer, std::size_t bytes, int root);
   CollectiveResult barrier();
 
+  // Every rank's `count` elements of `input`, rank r's at output[r * count]
+  // (r in the order of rank()), on every rank. `output_count` is what the
+  // output holds, at least size() * count; the input may lie inside it. A
+  // rank that dies during the call: the call is run again over the
+  // survivors, and the result holds `contributors` blocks, the survivors'
+  // in their new ranks (the rest of the output is left as it was), or, if a
+  // survivor had finished it before the death, every survivor gets that
+  // result, with the lost rank's block (contributors: the ranks before).
+  // Spares that take the lost ranks' places contribute their blocks.
+  CollectiveResult allgather(const void* input, std::size_t count, DataType type, void* output,
+                             std::size_t output_count);
+  template <class T>
+  CollectiveResult allgather(std::span<const T> input, std::span<T> output) {
+    return allgather(input.data(), input.size(), data_type_of<T>, output.data(), output.size());
+  }
+
+  // `input` holds size() blocks of `count` elements; rank r's output is the
+  // reduction over every rank of block r. The output must not overlap the
+  // input. A rank that dies during the call: when spares take the lost
+  // ranks' places (the size, and every rank's rank, stay), the call is run
+  // again with the spares' inputs; otherwise every survivor gets
+  // Error(Errc::SizeChanged) once the communicator has recovered (the input
+  // was laid out for the old size), or, if the call had ended on some rank,
+  // its result: every rank had its block before any rank could return.
+  CollectiveResult reduce_scatter(const void* input, void* output, std::size_t count, DataType type,
+                                  ReduceOp op);
+  template <class T>
+  CollectiveResult reduce_scatter(std::span<const T> input, std::span<T> output, ReduceOp op) {
+    if (input.size() != output.size() * static_cast<std::size_t>(size()))
+      throw Error(Errc::InvalidArgument, "reduce_scatter: the input must hold size() times the output");
+    return reduce_scatter(input.data(), output.data(), output.size(), data_type_of<T>, op);
+  }
+
   // Non-blocking: the call is queued and returns at once; the
   // communicator's call thread runs it, and every later call, in the order
   // made, while this thread goes on (docs/nonblocking.md). A failure during
@@ -171,6 +204,9 @@ class Communicator {
   Request ibroadcast(void* buffer, std::size_t bytes, int root);
   Request ibroadcast_from_member(void* buffer, std::size_t bytes, int root_member);
   Request ibarrier();
+  Request iallgather(const void* input, std::size_t count, DataType type, void* output,
+                     std::size_t output_count);
+  Request ireduce_scatter(const void* input, void* output, std::size_t count, DataType type, ReduceOp op);
 
   // Called on every member after each membership change, before the
   // interrupted collective is re-executed; every member runs it in the same

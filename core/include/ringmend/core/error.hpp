@@ -18,6 +18,7 @@ enum class Errc {
   BadEnvironment,             // a RINGMEND_* variable has an invalid value
   Internal,                   // MPI or UCX failed in a way ringmend cannot recover from
   Released,                   // this process left the job (Communicator::release) and calls no collective
+  SizeChanged,                // the group's size changed during a call laid out for it (reduce_scatter)
 };
 
 const char* to_string(Errc code);

@@ -12,7 +12,14 @@ namespace ringmend {
 
 // Float16 and BFloat16 (half.hpp) are reduced in float32: each combination
 // of two or more inputs is computed in float32 and rounded once.
-enum class DataType : std::uint8_t { Float32 = 0, Float64 = 1, Int32 = 2, Int64 = 3, Float16 = 4, BFloat16 = 5 };
+enum class DataType : std::uint8_t {
+  Float32 = 0,
+  Float64 = 1,
+  Int32 = 2,
+  Int64 = 3,
+  Float16 = 4,
+  BFloat16 = 5
+};
 enum class ReduceOp : std::uint8_t { Sum = 0, Prod = 1, Min = 2, Max = 3 };
 
 inline constexpr int kDataTypeCount = 6;
