@@ -1,13 +1,17 @@
-"""torch.distributed allreduce through the backend "ringmend" against torch's
-gloo backend, in one job, on the same tensors; then the DDP step time of
-examples/torch_ddp.py's model with each backend.
+"""torch.distributed collectives through the backend "ringmend" against
+torch's gloo backend, in one job, on the same tensors; then the DDP step
+time of examples/torch_ddp.py's model with each backend.
 
     ringmend-run -n 2 python3 bench/torch_allreduce.py [--sizes 4K:64M] [--runs 5]
+        [--ops all_reduce,all_gather,reduce_scatter]
 
-For each size: busbw (GB/s) = 2 (n-1)/n x bytes / time (the traffic of a
-ring allreduce per rank, as nccl-tests count it), min / median / max over
---runs runs of --iters calls each, for each backend, and the ratio of the
-medians. Rank 0 prints; the numbers belong to the machine they ran on.
+For each operation and size (the bytes of the full buffer: the allreduce's
+tensor, the allgather's output, the reduce-scatter's input): busbw (GB/s)
+as nccl-tests count it, 2 (n-1)/n x bytes / time for all_reduce and
+(n-1)/n x bytes / time for all_gather_into_tensor and reduce_scatter_tensor
+(the traffic per rank of a ring), min / median / max over --runs runs of
+--iters calls each, for each backend, and the ratio of the medians. Rank 0
+prints; the numbers belong to the machine they ran on.
 """
 
 import argparse
@@ -35,11 +39,30 @@ def sizes(spec):
         s *= 4
 
 
-def time_allreduce(tensor, group, iters):
+def buffers(op, size, n):
+    """The tensors of one call of `op` whose full buffer is `size` bytes."""
+    if op == "all_reduce":
+        return (torch.ones(size // 4, dtype=torch.float32),)
+    block = size // 4 // n
+    if op == "all_gather":
+        return torch.empty(block * n, dtype=torch.float32), torch.ones(block, dtype=torch.float32)
+    return torch.empty(block, dtype=torch.float32), torch.ones(block * n, dtype=torch.float32)
+
+
+def call(op, tensors, group):
+    if op == "all_reduce":
+        dist.all_reduce(tensors[0], group=group)
+    elif op == "all_gather":
+        dist.all_gather_into_tensor(tensors[0], tensors[1], group=group)
+    else:
+        dist.reduce_scatter_tensor(tensors[0], tensors[1], group=group)
+
+
+def time_calls(op, tensors, group, iters):
     dist.barrier(group=group)
     t0 = time.perf_counter()
     for _ in range(iters):
-        dist.all_reduce(tensor, group=group)
+        call(op, tensors, group)
     dist.barrier(group=group)
     return (time.perf_counter() - t0) / iters
 
@@ -84,6 +107,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="4K:64M")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--ops", default="all_reduce,all_gather,reduce_scatter")
     ap.add_argument("--ddp-steps", type=int, default=20)
     ap.add_argument("--json", help="write the rows and the machine here")
     ap.add_argument("--threads", type=int, default=1,
@@ -99,21 +123,23 @@ def main():
         print(f"# torch {torch.__version__}, {n} ranks, {platform.node()} ({_cpu()}), "
               f"{torch.get_num_threads()} torch thread(s) per rank")
         print("# busbw GB/s: min / median / max over runs; ratio = ringmend median / gloo median")
-        print(f"# {'bytes':>10} {'ringmend':>24} {'gloo':>24} {'ratio':>6}")
     rows = []
-    for size in sizes(args.sizes):
-        t = torch.ones(size // 4, dtype=torch.float32)
-        iters = max(3, min(200, (64 << 20) // size))
-        factor = 2 * (n - 1) / n * size / 1e9
-        bw = {"ringmend": [], "gloo": []}
-        for _ in range(args.runs):
-            for name, group in (("ringmend", None), ("gloo", gloo)):
-                bw[name].append(factor / time_allreduce(t, group, iters))
-        r, g = spread(bw["ringmend"]), spread(bw["gloo"])
-        rows.append({"bytes": size, "ringmend_busbw": r, "gloo_busbw": g, "ratio": r[1] / g[1]})
+    for op in args.ops.split(","):
         if rank0:
-            print(f"  {size:>10} {r[0]:7.2f} {r[1]:7.2f} {r[2]:7.2f}  {g[0]:7.2f} {g[1]:7.2f} {g[2]:7.2f} "
-                  f"{r[1] / g[1]:6.2f}", flush=True)
+            print(f"# {op}\n# {'bytes':>10} {'ringmend':>24} {'gloo':>24} {'ratio':>6}")
+        for size in sizes(args.sizes):
+            tensors = buffers(op, size, n)
+            iters = max(3, min(200, (64 << 20) // size))
+            factor = (2 if op == "all_reduce" else 1) * (n - 1) / n * size / 1e9
+            bw = {"ringmend": [], "gloo": []}
+            for _ in range(args.runs):
+                for name, group in (("ringmend", None), ("gloo", gloo)):
+                    bw[name].append(factor / time_calls(op, tensors, group, iters))
+            r, g = spread(bw["ringmend"]), spread(bw["gloo"])
+            rows.append({"op": op, "bytes": size, "ringmend_busbw": r, "gloo_busbw": g, "ratio": r[1] / g[1]})
+            if rank0:
+                print(f"  {size:>10} {r[0]:7.2f} {r[1]:7.2f} {r[2]:7.2f}  {g[0]:7.2f} {g[1]:7.2f} {g[2]:7.2f} "
+                      f"{r[1] / g[1]:6.2f}", flush=True)
     step = {name: spread(ddp_step_time(group, args.ddp_steps)) for name, group in (("ringmend", None), ("gloo", gloo))}
     if rank0:
         for name, (lo, med, hi) in step.items():

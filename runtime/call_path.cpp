@@ -164,11 +164,14 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
 }
 
 // Each rank's block in its slot of the output, the slots in the order of
-// the ranks the application sees. The result is written to the retained
-// buffer and copied out at the end (the input may lie inside the output);
-// every rank's result is the same, so a survivor that missed the end takes
-// it from one that did not. A rank returns only once it has every block,
-// so every rank has entered the call: survivors stay one call apart.
+// the ranks the application sees. A rank returns only once it has every
+// block, so every rank has entered the call: survivors stay one call apart.
+// A small result is written to the retained buffer and copied out at the
+// end (the input may lie inside the output); every rank's result is the
+// same, so a survivor that missed the end takes it from one that did not.
+// A large one goes straight to the output, and a barrier ends the call (as
+// a reduce_scatter's): a survivor that missed the end then has it already,
+// and no copy of the whole output is made.
 void Communicator::Impl::execute_allgather(const CollectiveCall& c, std::uint64_t call_seq) {
   const membership::Epoch& e = *epoch_;
   const std::size_t total = c.result_bytes(e.size);
@@ -178,14 +181,16 @@ void Communicator::Impl::execute_allgather(const CollectiveCall& c, std::uint64_
                           std::to_string(e.size) + " ranks now; " + std::to_string(total) +
                           " bytes of output needed, the output holds " + std::to_string(c.output_bytes)};
   const std::vector<int> slots = slots_of(e);
-  auto& out = scratch_for(call_seq, total);
+  const std::size_t retained = c.retained_bytes(e.size);
+  void* out = retained > 0 ? scratch_for(call_seq, total).data() : c.output;
   coll::Call call;
   call.kind = coll::CollectiveKind::Allgather;
-  call.allgather = {c.input, out.data(), c.count, c.type, call_seq, slots.data()};
+  call.allgather = {c.input, out, c.count, c.type, call_seq, slots.data()};
   coll::select(call.kind, c.bytes(), e.layout, tuning()).run(call, e.channels(), e.layout, tuning(), *this);
+  if (retained == 0) barrier_in_call(call_seq);
   retained_seq_[call_seq % 2] = call_seq;
-  retained_bytes_[call_seq % 2] = total;
-  std::memcpy(c.output, out.data(), total);
+  retained_bytes_[call_seq % 2] = retained;
+  if (retained > 0) std::memcpy(c.output, out, total);
 }
 
 void Communicator::Impl::barrier_in_call(std::uint64_t call_seq) {

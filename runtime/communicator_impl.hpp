@@ -75,10 +75,14 @@ struct CollectiveCall {
     return kind == coll::CollectiveKind::Allgather ? bytes() * static_cast<std::size_t>(ranks) : bytes();
   }
   // What a survivor that finished the call keeps for one that missed its
-  // end: nothing for a reduce_scatter (every rank's result is its own, and
-  // final on every rank before the call can end on any, see call_path.cpp).
+  // end: nothing for a reduce_scatter, nor for an allgather above
+  // kAllgatherRetainedBytes (those end with a barrier: every rank's result
+  // is final before the call can end on any, see call_path.cpp).
+  static constexpr std::size_t kAllgatherRetainedBytes = 256 << 10;
   std::size_t retained_bytes(int ranks) const {
-    return kind == coll::CollectiveKind::ReduceScatter ? 0 : result_bytes(ranks);
+    if (kind == coll::CollectiveKind::ReduceScatter) return 0;
+    const std::size_t bytes = result_bytes(ranks);
+    return kind == coll::CollectiveKind::Allgather && bytes > kAllgatherRetainedBytes ? 0 : bytes;
   }
 };
 

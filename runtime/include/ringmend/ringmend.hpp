@@ -159,7 +159,7 @@ class Communicator {
   // output holds, at least size() * count; the input may lie inside it. A
   // rank that dies during the call: the call is run again over the
   // survivors, and the result holds `contributors` blocks, the survivors'
-  // in their new ranks (the rest of the output is left as it was), or, if a
+  // in their new ranks (the rest of the output is unspecified), or, if a
   // survivor had finished it before the death, every survivor gets that
   // result, with the lost rank's block (contributors: the ranks before).
   // Spares that take the lost ranks' places contribute their blocks.
