@@ -166,6 +166,35 @@ class PyCommunicator {
     return call([&] { return comm_.barrier(); });
   }
 
+  // Every rank's `input` into `output` (size x input's elements, one type).
+  // An unusable array goes on as a null buffer every rank rejects.
+  CollectiveResult allgather(const py::object& input, const py::object& output) {
+    const BufferView in = describe(input, false), out = describe(output, true);
+    std::string problem = !in.problem.empty() ? in.problem : out.problem;
+    if (problem.empty() && in.type != out.type) problem = "input and output differ in type";
+    if (!problem.empty())
+      return fail_with("allgather: " + problem, [&] {
+        return comm_.allgather(nullptr, in.count ? in.count : 1, in.type, nullptr, 0);
+      });
+    return call([&] { return comm_.allgather(in.address, in.count, in.type, out.address, out.count); });
+  }
+
+  // `input` holds size() blocks of output's elements; this rank's block of
+  // the reduction lands in `output`.
+  CollectiveResult reduce_scatter(const py::object& input, const py::object& output, ReduceOp op) {
+    const BufferView in = describe(input, false), out = describe(output, true);
+    std::string problem = !in.problem.empty() ? in.problem : out.problem;
+    if (problem.empty() && in.type != out.type) problem = "input and output differ in type";
+    if (problem.empty() && in.count != out.count * static_cast<std::size_t>(comm_.size()))
+      problem = "the input holds " + std::to_string(in.count) + " elements, not size() x the output's " +
+                std::to_string(out.count);
+    if (!problem.empty())
+      return fail_with("reduce_scatter: " + problem, [&] {
+        return comm_.reduce_scatter(nullptr, nullptr, out.count ? out.count : 1, out.type, op);
+      });
+    return call([&] { return comm_.reduce_scatter(in.address, out.address, out.count, out.type, op); });
+  }
+
   // Non-blocking: the arrays stay referenced until the call completes. An
   // unusable array is queued as a null buffer that every rank rejects, and
   // this rank's wait() raises TypeError.
@@ -440,6 +469,11 @@ void bind_communicator(py::module_& m) {
            py::arg("op") = ReduceOp::Sum)
       .def("broadcast", &PyCommunicator::broadcast, py::arg("buffer"), py::arg("root"))
       .def("barrier", &PyCommunicator::barrier)
+      .def("allgather", &PyCommunicator::allgather, py::arg("input"), py::arg("output"),
+           "Every rank's input, rank r's at output[r * input.size]; output holds size x input")
+      .def("reduce_scatter", &PyCommunicator::reduce_scatter, py::arg("input"), py::arg("output"),
+           py::arg("op") = ReduceOp::Sum,
+           "input holds size blocks of output.size elements; this rank gets the reduction of its block")
       .def("iallreduce", &PyCommunicator::iallreduce, py::arg("input"), py::arg("output") = py::none(),
            py::arg("op") = ReduceOp::Sum)
       .def("ibroadcast", &PyCommunicator::ibroadcast, py::arg("buffer"), py::arg("root"))

@@ -87,6 +87,42 @@ def test_broadcast(world):
     assert e.value.code == ringmend.Errc.INVALID_ARGUMENT
 
 
+@pytest.mark.parametrize("dtype", NUMPY_TYPES)
+def test_allgather(world, dtype):
+    members = world.member_ids
+    n = 1003
+    out = np.full(n * world.size, -1, dtype=dtype)
+    r = world.allgather(inputs(world.member_id, n, ringmend.SUM).astype(dtype), out)
+    assert r.contributors == world.size
+    for rank, m in enumerate(members):
+        np.testing.assert_array_equal(out[rank * n : (rank + 1) * n], inputs(m, n, ringmend.SUM).astype(dtype))
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_reduce_scatter(world, op):
+    n = 517
+    members = world.member_ids
+    mine = np.concatenate([inputs(world.member_id, n, op) + 0 * j for j in range(world.size)]).astype(np.int64)
+    out = np.empty(n, dtype=np.int64)
+    r = world.reduce_scatter(mine, out, op=op)
+    assert r.contributors == world.size
+    np.testing.assert_array_equal(out, expected(members, n, op).astype(np.int64))
+
+
+def test_allgather_and_reduce_scatter_bad_input_fails_on_every_rank(world):
+    # A too-small output on one rank: a TypeError there, an Error elsewhere; the group goes on.
+    small = world.rank == 0
+    out = np.empty(3 if small else 10 * world.size, dtype=np.float32)
+    with pytest.raises((TypeError, ringmend.Error)):
+        world.allgather(np.ones(10, dtype=np.float32), out)
+    with pytest.raises((TypeError, ringmend.Error)):
+        world.reduce_scatter(np.ones(world.size * 4 + (1 if small else 0), dtype=np.float32),
+                             np.empty(4, dtype=np.float32))
+    x = np.ones(4, dtype=np.float32)
+    world.allreduce(x)
+    assert np.all(x == world.size)
+
+
 def test_barrier_and_result(world):
     r = world.barrier()
     assert r.contributors == world.size and r.epoch == world.epoch
