@@ -12,6 +12,7 @@
 
 #include "membership/epoch_builder.hpp"
 #include "membership/native/bootstrap.hpp"
+#include "membership/native/control_net.hpp"
 #include "membership/native/join.hpp"
 #include "membership/native/native_control.hpp"
 #include "ringmend/core/outcome.hpp"
@@ -428,6 +429,12 @@ Communicator& Runtime::world() { return *impl_->world; }
 const Settings& Runtime::settings() const { return impl_->settings; }
 bool Runtime::fault_tolerant() const { return impl_->fault_tolerant; }
 std::string Runtime::fault_tolerance_status() const { return impl_->ft_status; }
+
+void Runtime::application_failed() { application_errors().fetch_add(1, std::memory_order_relaxed); }
+
+std::string Runtime::control_address() const {
+  return membership::native::control_ip(settings().control_interface);
+}
 
 std::vector<std::string> ft_mpirun_args() { return ulfm::ft_mpirun_args(); }
 const char* version() { return RINGMEND_VERSION_STRING; }

@@ -20,6 +20,7 @@ backend "ringmend".
 """
 
 import atexit as _atexit
+import sys as _sys
 import weakref as _weakref
 
 from ringmend._core import (  # noqa: F401  (the public API)
@@ -84,6 +85,18 @@ class Runtime(_core.Runtime):
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+def _failing_excepthook(kind, value, traceback, _previous=_sys.excepthook):
+    # An uncaught exception ends the interpreter through the Runtime's
+    # shutdown: if that must be cut short, the process still ends failed.
+    for rt in list(_open_runtimes):
+        if not rt.closed:
+            rt._application_failed()
+    _previous(kind, value, traceback)
+
+
+_sys.excepthook = _failing_excepthook
 
 
 @_atexit.register

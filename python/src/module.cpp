@@ -502,6 +502,8 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("fault_tolerant", [](PyRuntime& r) { return r.get().fault_tolerant(); })
       .def_property_readonly("fault_tolerance_status",
                              [](PyRuntime& r) { return r.get().fault_tolerance_status(); })
+      .def_property_readonly("control_address", [](PyRuntime& r) { return r.get().control_address(); })
+      .def("_application_failed", [](PyRuntime& r) { r.get().application_failed(); })
       .def_property_readonly("closed", &PyRuntime::closed)
       .def("close", &PyRuntime::close);
 }

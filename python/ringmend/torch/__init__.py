@@ -24,6 +24,7 @@ through `on_membership_change`, not an exception (docs/torch.md).
 """
 
 import datetime as _datetime
+import os
 
 import torch
 import torch.distributed as dist
@@ -61,21 +62,47 @@ def _create(store, rank, world_size, timeout):
 dist.Backend.register_backend("ringmend", _create, devices=["cpu", "cuda"])
 
 
+def _interface_of(address):
+    """The name of this host's interface with IPv4 `address`, or None."""
+    import fcntl
+    import socket
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            try:
+                raw = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))  # SIOCGIFADDR
+            except OSError:
+                continue
+            if socket.inet_ntoa(raw[20:24]) == address:
+                return name
+    return None
+
+
 def init_process_group(timeout=_datetime.timedelta(minutes=30), **runtime_options):
     """torch.distributed's default group over ringmend's world; returns the
     ringmend Communicator. torch still wants a key-value store for its own
     start-up barrier: rank 0 serves a TCPStore whose address reaches the
-    others through a ringmend broadcast (no MASTER_ADDR/MASTER_PORT needed)."""
-    import socket
-
+    others through a ringmend broadcast (no MASTER_ADDR/MASTER_PORT needed).
+    The address is rank 0's on ringmend's control network (a host name
+    need not resolve to an address the other nodes can reach)."""
     import numpy as np
 
-    world = runtime(**runtime_options).world
+    rt = runtime(**runtime_options)
+    world = rt.world
+    # gloo groups beside this one (dist.new_group(backend="gloo")) find
+    # their address from the host name, which Debian resolves to 127.0.1.1:
+    # unless told otherwise, they use ringmend's control interface.
+    if "GLOO_SOCKET_IFNAME" not in os.environ:
+        interface = _interface_of(rt.control_address)
+        if interface:
+            os.environ["GLOO_SOCKET_IFNAME"] = interface
     address = np.zeros(256, dtype=np.int32)
     store = None
     if world.rank == 0:
-        store = dist.TCPStore(socket.gethostname(), 0, world.size, True, timeout, wait_for_workers=False)
-        text = f"{socket.gethostname()}:{store.port}".encode()
+        host = rt.control_address
+        store = dist.TCPStore(host, 0, world.size, True, timeout, wait_for_workers=False)
+        text = f"{host}:{store.port}".encode()
         address[: len(text)] = list(text)
     world.broadcast(address, root=0)
     host, port = bytes(address[address > 0].astype(np.uint8)).decode().rsplit(":", 1)

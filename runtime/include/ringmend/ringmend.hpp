@@ -303,6 +303,15 @@ class Runtime {
   const Settings& settings() const;            // every setting, as resolved
   bool fault_tolerant() const;                 // ULFM built in and enabled at launch
   std::string fault_tolerance_status() const;  // one line explaining the above
+  // This node's IPv4 address on the control network ringmend uses
+  // (RINGMEND_CONTROL_INTERFACE, else the first interface up): where a
+  // service of the job's (a key-value store) is reachable from the others.
+  std::string control_address() const;
+  // The application is failing in a way no C++ exception carries (an
+  // uncaught error of the Python interpreter): if the shutdown's watchdog
+  // must end this process, it ends with status 1, not 0, and the launcher
+  // is told of an error.
+  void application_failed();
 
   struct Impl;
 
