@@ -79,13 +79,15 @@ def _interface_of(address):
     return None
 
 
-def init_process_group(timeout=_datetime.timedelta(minutes=30), **runtime_options):
+def init_process_group(timeout=_datetime.timedelta(minutes=30), backend="ringmend", **runtime_options):
     """torch.distributed's default group over ringmend's world; returns the
     ringmend Communicator. torch still wants a key-value store for its own
     start-up barrier: rank 0 serves a TCPStore whose address reaches the
     others through a ringmend broadcast (no MASTER_ADDR/MASTER_PORT needed).
     The address is rank 0's on ringmend's control network (a host name
-    need not resolve to an address the other nodes can reach)."""
+    need not resolve to an address the other nodes can reach).
+    `backend`: "ringmend", or a spec per device such as
+    "cpu:gloo,cuda:ringmend"."""
     import numpy as np
 
     rt = runtime(**runtime_options)
@@ -108,20 +110,23 @@ def init_process_group(timeout=_datetime.timedelta(minutes=30), **runtime_option
     host, port = bytes(address[address > 0].astype(np.uint8)).decode().rsplit(":", 1)
     if store is None:
         store = dist.TCPStore(host, int(port), world.size, False, timeout)
-    dist.init_process_group("ringmend", store=store, rank=world.rank, world_size=world.size, timeout=timeout)
+    dist.init_process_group(backend, store=store, rank=world.rank, world_size=world.size, timeout=timeout)
     return world
 
 
 def _group(group):
     """The ringmend backend of a process group (None: the default group)."""
     pg = group if group is not None else dist.distributed_c10d._get_default_group()
-    try:
-        backend = pg._get_backend(torch.device("cpu"))
-    except RuntimeError:
-        backend = None
-    if not isinstance(backend, RingmendBackend):
-        raise TypeError(f"not a ringmend process group: its CPU backend is {type(backend).__name__}")
-    return backend
+    found = []
+    for device in ("cpu", "cuda"):
+        try:
+            backend = pg._get_backend(torch.device(device))
+        except RuntimeError:
+            continue
+        if isinstance(backend, RingmendBackend):
+            return backend
+        found.append(type(backend).__name__)
+    raise TypeError(f"not a ringmend process group: its backends are {', '.join(found) or 'none'}")
 
 
 def live_size(group=None):
