@@ -463,6 +463,13 @@ MembershipChange Communicator::Impl::announce_pending() {
 }
 
 void Communicator::Impl::settle(CollectiveResult& result, std::uint64_t call_seq) {
+  // A view change of the native membership (a joiner asking in, another
+  // member's recovery) is finished by every member's data path taking
+  // part; a call that never waits (a small one in shared memory) would
+  // never look, and the change would wait for the end of the job. Each
+  // call looks first (a cached flag, the group turned at most every ms).
+  if (native_membership() && epoch_->failure_noticed())
+    throw transport::Interrupted("the native membership: a view change is under way");
   // A request (grow, release) admits after its call instead: a joiner's
   // first call must be one its application makes.
   if (!requesting_ && pool_ && settings_.spare_policy == SparePolicy::Replace &&

@@ -15,6 +15,9 @@ mpirun=$1 prog=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export RINGMEND_TIMEOUT=60 RINGMEND_RENDEZVOUS_DIR=$work/rendezvous
+# The members compute for 3.2 s (80 x 40 ms) in calls too small to wait:
+# the joiner comes after 0.5 s, and its admission must land while they
+# compute, within a second (docs/membership.md, "Joiners").
 args=(--iters=80 --sleep-ms=40 --count=1000 --expect-size=4)
 failed=0
 check() { if eval "$2"; then echo "PASS: $1"; else echo "FAIL: $1"; failed=1; fi; }
@@ -52,6 +55,9 @@ check "the 3 members passed with 4 ranks" \
   '[ "$(grep -c "^TEST PASSED .* final size 4" "$work/members.log")" -eq 3 ]'
 check "the joiner passed with 4 ranks" 'grep -q "^TEST PASSED .* final size 4" "$work/joiner.log"'
 check "the members saw it join" 'grep -q "joined \[ 3 \]" "$work/members.log"'
+admitted_in=$(sed -n 's/.*member 0 epoch 0: native membership: view 1 .* installed after \([0-9.e-]*\) s.*/\1/p' "$work/members.log")
+check "the view that admits it took under a second (${admitted_in:-?} s)" \
+  'awk -v s="${admitted_in:-99}" "BEGIN { exit !(s < 1.0) }"'
 check "every record was withdrawn" '[ -z "$(ls -A "$RINGMEND_RENDEZVOUS_DIR" 2>/dev/null)" ]'
 refused "join a job that ended" "could be reached" RINGMEND_JOIN=1 RINGMEND_RENDEZVOUS_DIR="$work/stale"
 exit $failed
