@@ -122,9 +122,12 @@ class SparePool {
   // a plain shrink by spares_left(); the native one always takes a round).
   virtual void settle(Control& members) { (void)members; }
 
-  // A spare's wait for the next round, without spinning. Returns true when
-  // a round has begun; false when every member is gone, which ends the job.
-  virtual bool wait_for_round() = 0;
+  // A spare's wait for the next round, without spinning: until a round has
+  // begun, or every member of the job is gone. They finished (JobFinished)
+  // when the pool can tell (the native one: a member said goodbye); else
+  // they are lost (MembersLost). Either ends the spare.
+  enum class SpareWait { RoundBegun, JobFinished, MembersLost };
+  virtual SpareWait wait_for_round() = 0;
 
   // One round (see the top of this file), retried until the roster is
   // agreed by every live process; `mine` as above, `info` what this

@@ -113,14 +113,14 @@ UlfmSparePool::UlfmSparePool(MPI_Comm members) {
   for (int r = 0; r < size; ++r) member_ranks_.push_back(r);
 }
 
-bool UlfmSparePool::wait_for_round() {
+SparePool::SpareWait UlfmSparePool::wait_for_round() {
   ulfm::FailureMonitor monitor(pool_.get());
   for (;;) {
     // Testing drives MPI's progress, which a revoke needs to reach (and be
     // passed on by) this process.
     const bool noticed = monitor.failure_noticed();
     ulfm::progress(pool_.get());
-    if (ulfm::is_revoked(pool_.get())) return true;
+    if (ulfm::is_revoked(pool_.get())) return SpareWait::RoundBegun;
     if (noticed) {
       // A process failed: another spare (removed at the next round), or a
       // member (the members start a round when they need a spare). Only
@@ -129,7 +129,7 @@ bool UlfmSparePool::wait_for_round() {
       const bool all_gone = std::all_of(member_ranks_.begin(), member_ranks_.end(), [&](int r) {
         return std::binary_search(failed.begin(), failed.end(), r);
       });
-      if (all_gone) return false;
+      if (all_gone) return SpareWait::MembersLost;
       ulfm::ack_failures(pool_.get());
       monitor.rearm();
     }

@@ -51,7 +51,7 @@ class UlfmSparePool final : public SparePool {
   bool one_node() const override { return one_node_; }
   int spares_left() const override { return spares_left_; }
   // Sleeps between polls of the pool's failure monitor.
-  bool wait_for_round() override;
+  SpareWait wait_for_round() override;
   // When joiners come into the pool's own communicator (`grown` shared with
   // the pool, `joiners` > 0), the Grow epoch's build must follow on every
   // process: its agreement completes the round's.

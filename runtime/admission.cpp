@@ -310,6 +310,8 @@ MembershipChange Communicator::Impl::recovered_through_pool(const membership::Me
 }
 
 void Communicator::Impl::serve_as_spare() {
+  static constexpr const char* kNotNeeded = "the job finished without needing this spare";
+  static constexpr const char* kMembersLost = "every member of the job is gone";
   ringmend::log(LogLevel::Debug, "spare: waiting to be admitted");
   // Membership work until its first call (a waiting spare stamps nothing:
   // its admission, however long, must not look like a member that does not
@@ -317,15 +319,17 @@ void Communicator::Impl::serve_as_spare() {
   hang_.enter(progress::Phase::Recovery, 0);
   for (int rounds = 0;; ++rounds) {
     if (faults_.armed()) faults_.at(FaultPhase::Spare, 0, rounds, 0);
-    if (!pool_->wait_for_round()) throw SpareDismissed{1, "every member of the job is gone"};
+    const auto wait = pool_->wait_for_round();
+    if (wait == membership::SparePool::SpareWait::JobFinished) throw SpareDismissed{0, kNotNeeded};
+    if (wait == membership::SparePool::SpareWait::MembersLost) throw SpareDismissed{1, kMembersLost};
     // A process started later (RINGMEND_JOIN) asks to join, and takes the
     // member id the members give it; a spare of the job keeps its world rank.
     membership::PoolEntry entry;
     entry.joining = settings_.join ? 1 : 0;
     membership::RoundOutcome round =
         pool_->round(entry, builder_.identify(nullptr, membership::MemberInfo{}, true, !settings_.join));
-    if (round.ending) throw SpareDismissed{0, "the job finished without needing this spare"};
-    if (round.no_members) throw SpareDismissed{1, "every member of the job is gone"};
+    if (round.ending) throw SpareDismissed{0, kNotNeeded};
+    if (round.no_members) throw SpareDismissed{1, kMembersLost};
     if (!round.joined) continue;
     // The size the job keeps (grow and release change it): a joiner
     // decides as the members do when the next member is lost.

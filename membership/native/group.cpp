@@ -312,12 +312,21 @@ void Group::end_stopped_mates() {
   }
 }
 
-Group::Change Group::recover(bool leaving) {
+Group::Change Group::recover(bool leaving, const std::vector<MemberId>& needed) {
   change_->stalled();  // the caller saw a collective stall, or the change began: take part
   note_change();
   const auto deadline = change_began_ + span(settings_.recovery_timeout);
+  const auto all_needed_gone = [&] {
+    return !needed.empty() && std::all_of(needed.begin(), needed.end(), [&](MemberId m) { return gone(m); });
+  };
   while (!change_->finished()) {
     if (Clock::now() > deadline) break;
+    if (all_needed_gone()) {
+      Change change;
+      change.epoch = epoch_;
+      change.abandoned = true;
+      return change;
+    }
     progress(10);
   }
   if (change_->mode() == Mode::Fenced && leaving) {

@@ -16,6 +16,7 @@
 //   }
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -95,8 +96,9 @@ class Group {
   struct Change {
     std::uint64_t epoch = 0;
     std::vector<MemberId> lost;
-    double seconds = 0;  // from the first suspicion (or the call) to the new view
-    bool left = false;   // recover(true): this process was left out, as it asked
+    double seconds = 0;      // from the first suspicion (or the call) to the new view
+    bool left = false;       // recover(true): this process was left out, as it asked
+    bool abandoned = false;  // every one of recover()'s `needed` is gone: no view installed
   };
   // Takes part in the view change until the next view is installed.
   // Throws MembershipError when this process is left out (Fenced, after
@@ -104,7 +106,18 @@ class Group {
   // `leaving`: this process is released from the job (release()); left
   // out, it returns at once with Change::left set, still in the old view,
   // and serves its grace period in leave().
-  Change recover(bool leaving = false);
+  // `needed`: processes without which the change is pointless (a spare's
+  // job members); once every one of them is gone() it returns at once with
+  // Change::abandoned set, still in the old view, instead of waiting out
+  // the recovery timeout for a quorum the rest may not have.
+  Change recover(bool leaving = false, const std::vector<MemberId>& needed = {});
+  // `id` is not in this view, said Bye (left the job normally) or is
+  // suspected in it: either way it takes part in no change of this view.
+  bool gone(MemberId id) const {
+    return departed_.count(id) != 0 || suspected_.count(id) != 0 ||
+           !std::binary_search(members_.begin(), members_.end(), id);
+  }
+  bool said_bye(MemberId id) const { return departed_.count(id) != 0; }
   // Asks for a change of the view that leaves `leavers` out: members
   // released from the job (ViewChange::release). Every process that knows
   // of the release calls it; the leavers take part in the change.

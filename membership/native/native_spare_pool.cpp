@@ -62,12 +62,10 @@ NativeSparePool::Roster NativeSparePool::await_roster() {
   for (;;) {
     const std::optional<Roster> state = group_->with([&](Group& g) -> std::optional<Roster> {
       g.progress(kSpareTurnMs);
-      const auto& view = g.members();
-      const bool members_left = std::any_of(members_.begin(), members_.end(), [&](MemberId m) {
-        return std::binary_search(view.begin(), view.end(), m);
-      });
+      // Before a change: one among the spares alone has no quorum, and
+      // would hold this spare until the recovery timeout.
+      if (members_gone(g)) return Roster::MembersGone;
       if (g.changing()) return Roster::Changing;
-      if (!members_left) return Roster::MembersGone;
       if (g.epoch() != roster_view_ && g.gather_begun()) return Roster::Begun;
       return std::nullopt;
     });
@@ -87,7 +85,26 @@ void NativeSparePool::settle(Control& members) {
   });
 }
 
-bool NativeSparePool::wait_for_round() { return await_roster() != Roster::MembersGone; }
+bool NativeSparePool::members_gone(const Group& g) const {
+  return std::all_of(members_.begin(), members_.end(), [&](MemberId m) { return g.gone(m); });
+}
+
+RoundOutcome NativeSparePool::without_members() const {
+  RoundOutcome out;
+  // A member says Bye only once the job's last roster (the members' end)
+  // is complete at it: one that did means the job finished, and this spare
+  // was not needed; none did, and the members died.
+  group_->with([&](Group& g) {
+    out.ending = std::any_of(members_.begin(), members_.end(), [&](MemberId m) { return g.said_bye(m); });
+  });
+  out.no_members = !out.ending;
+  return out;
+}
+
+SparePool::SpareWait NativeSparePool::wait_for_round() {
+  if (await_roster() != Roster::MembersGone) return SpareWait::RoundBegun;
+  return without_members().ending ? SpareWait::JobFinished : SpareWait::MembersLost;
+}
 
 std::string NativeSparePool::laps() const {
   char text[96];
@@ -187,22 +204,22 @@ RoundOutcome NativeSparePool::round(const PoolEntry& mine, const MemberInfo& inf
     };
     // 1. A view of the round's own, without the dead. A leaver whose
     // roster failed here while it completed elsewhere is left out by it.
-    bool gone = false;
+    bool gone = false, abandoned = false;
     with_group(*group_, [&](Group& g) {
       if (!g.changing() && !g.fresh_view()) g.request_change();
-      if (g.changing()) gone = g.recover(leaving).left;
+      if (!g.changing()) return;
+      const Group::Change change = g.recover(leaving, spare ? members_ : std::vector<MemberId>{});
+      gone = change.left;
+      abandoned = change.abandoned;
     });
     add_lap(change_seconds_);
     if (gone) return left_out();
+    if (abandoned) return without_members();
     // A spare answers the members' roster; it never starts one.
     if (spare) {
       const Roster state = await_roster();
       if (state == Roster::Changing) continue;
-      if (state == Roster::MembersGone) {
-        RoundOutcome out;
-        out.no_members = true;
-        return out;
-      }
+      if (state == Roster::MembersGone) return without_members();
     }
     // 2. The roster.
     std::vector<MemberId> view;

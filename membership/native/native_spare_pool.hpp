@@ -74,7 +74,7 @@ class NativeSparePool final : public SparePool {
   // then counts the processes of the view that are not members: spares
   // and joiners, the same count on every member in that view.
   void settle(Control& members) override;
-  bool wait_for_round() override;
+  SpareWait wait_for_round() override;
   RoundOutcome round(const PoolEntry& mine, const MemberInfo& info) override;
   std::string laps() const override;
   double shrink_seconds() const override { return change_seconds_; }
@@ -84,6 +84,11 @@ class NativeSparePool final : public SparePool {
   // Turns the group until a member begins the roster of this view, the
   // view changes, or no member is left.
   Roster await_roster();
+  // Every member of the job is out of the view, said Bye or is suspected.
+  bool members_gone(const Group& g) const;
+  // A round's end without members: `ending` when the job finished (a
+  // member said Bye), `no_members` when they are lost.
+  RoundOutcome without_members() const;
   // round()'s steps (native_spare_pool.cpp).
   std::optional<std::vector<RosterEntry>> exchange_roster(const RosterEntry& me, std::vector<MemberId>& view,
                                                           int& rank, std::uint64_t& epoch);

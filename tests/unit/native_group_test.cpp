@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -259,6 +260,10 @@ class NativeGroup : public ::testing::Test {
   // Forks plan.processes members, each a "node" of its own (so that the
   // heartbeats watch every one), on the loopback.
   void start(const Plan& plan) {
+    start(plan, [&](int i, Group& group) { return run_member(group, plan, report(i)); });
+  }
+  // The same, each process running `body(index, group)` for its exit code.
+  void start(const Plan& plan, const std::function<int(int, Group&)>& body) {
     std::vector<std::unique_ptr<ControlNet>> nets;
     std::vector<PeerRecord> view;
     for (int i = 0; i < plan.processes; ++i) {
@@ -271,7 +276,7 @@ class NativeGroup : public ::testing::Test {
         for (int j = 0; j < plan.processes; ++j)
           if (j != i) nets[static_cast<std::size_t>(j)].reset();
         Group group(std::move(nets[static_cast<std::size_t>(i)]), view, plan.settings);
-        ::_exit(run_member(group, plan, report(i)));
+        ::_exit(body(i, group));
       }
       pids_.push_back(pid);
     }
@@ -413,6 +418,50 @@ TEST_F(NativeGroup, HalfWithoutTheLowestGivesUpInsteadOfDecidingAlone) {
   for (int i : {2, 3}) {
     EXPECT_EQ(wait_for(i), kGaveUp) << read_report(i);
     EXPECT_NE(read_report(i).find("no new view"), std::string::npos) << read_report(i);
+  }
+}
+
+// The end of a job with spares under the native membership: the three
+// members finish; two say Bye, the third dies before it could (its
+// connections reset). The two spares' view change then has no quorum of
+// five, and nobody is left to decide with: a spare that names the members
+// as needed stops waiting at once instead of for the recovery timeout, and
+// learns from the Bye that the job finished.
+TEST_F(NativeGroup, ASpareStopsWaitingOnceEveryMemberIsGone) {
+  Plan plan;
+  plan.processes = 5;
+  plan.settings.recovery_timeout = 30;
+  start(plan, [&](int i, Group& group) {
+    try {
+      if (!group.allgather("end", 10)) return kWrong;
+      if (i == 2) {
+        // Once the others had time to complete the all-gather too.
+        for (int turn = 0; turn < 30; ++turn) group.progress(10);
+        ::_exit(kDone);  // no Bye
+      }
+      if (i < 2) {
+        group.leave();
+        return kDone;
+      }
+      const auto began = std::chrono::steady_clock::now();
+      const auto seconds = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+      };
+      while (!group.changing() && seconds() < 10) group.progress(10);
+      if (!group.changing()) return kWrong;
+      const Group::Change change = group.recover(false, {0, 1, 2});
+      std::ofstream(report(i)) << (change.abandoned ? "abandoned" : "installed")
+                               << (group.said_bye(0) && group.said_bye(1) ? " after Bye" : " without Bye")
+                               << (seconds() < 5 ? " at once" : " late") << "\n";
+      return kDone;
+    } catch (...) {
+      return ended_by(std::current_exception(), report(i));
+    }
+  });
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(wait_for(i), kDone) << i;
+  for (int i : {3, 4}) {
+    EXPECT_EQ(wait_for(i), kDone) << read_report(i);
+    EXPECT_EQ(read_report(i), "abandoned after Bye at once\n");
   }
 }
 
