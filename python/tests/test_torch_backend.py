@@ -230,3 +230,59 @@ def _copy(module):
     import copy
 
     return copy.deepcopy(module)
+
+
+def test_whole_step_ddp_matches_ddp_mean(groups):
+    """ringmend.torch.DistributedDataParallel (one call per step, over
+    buckets made small so that there are several) gives torch DDP's mean."""
+    torch.manual_seed(0)
+    base = torch.nn.Sequential(torch.nn.Linear(64, 1024), torch.nn.Tanh(), torch.nn.Linear(1024, 640))
+    a = torch.nn.parallel.DistributedDataParallel(_copy(base))
+    b = rmt.DistributedDataParallel(_copy(base), bucket_cap_mb=1)
+    buckets = []
+    torch.manual_seed(1 + dist.get_rank())
+    for _ in range(3):  # the buckets are rebuilt after the first step
+        x, y = torch.randn(32, 64), torch.randn(32, 640)
+        for m in (a, b):
+            m.zero_grad()
+            torch.nn.functional.mse_loss(m(x), y).backward()
+        for p, q in zip(a.parameters(), b.parameters()):
+            assert torch.allclose(p.grad, q.grad, rtol=1e-6, atol=1e-7)
+        buckets.append(len(b.reducer._get_zeros_like_grad_buckets()))
+    assert max(buckets) > 1, "the test meant several buckets"
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: torch.optim.Adam(ps, lr=0.01),
+    lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1),
+    lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01),
+    lambda ps: torch.optim.RMSprop(ps, lr=0.01, momentum=0.5, centered=True, weight_decay=0.01),
+    lambda ps: torch.optim.Adam(ps, lr=0.01, weight_decay=0.1, amsgrad=True),
+])
+def test_training_state_leaves_training_unchanged(make):
+    """The optimizer state training_state() makes before the first step is
+    the state that step would have made: the same steps give the same
+    parameters, bit for bit, as without it."""
+    torch.manual_seed(0)
+    base = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    models = [_copy(base), _copy(base)]
+    opts = [make(m.parameters()) for m in models]
+    step = torch.zeros(1, dtype=torch.int64)
+    state = rmt.training_state(models[1], opts[1], step)
+    assert "step" in state and any(k.startswith("optimizer.") for k in state)
+    assert all(not torch.is_tensor(v) or v.is_contiguous() for v in state.values())
+    for k in range(4):
+        g = torch.Generator().manual_seed(k)
+        x, y = torch.randn(16, 8, generator=g), torch.randn(16, 1, generator=g)
+        for m, o in zip(models, opts):
+            o.zero_grad()
+            torch.nn.functional.mse_loss(m(x), y).backward()
+            o.step()
+    for p, q in zip(*(m.parameters() for m in models)):
+        assert torch.equal(p, q)
+
+
+def test_training_state_refuses_sgd_with_dampening():
+    model = torch.nn.Linear(4, 1)
+    with pytest.raises(ValueError, match="dampening"):
+        rmt.training_state(model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, dampening=0.5))
