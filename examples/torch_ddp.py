@@ -154,7 +154,10 @@ def main():
     dist.all_reduce(high, op=dist.ReduceOp.MAX)
     same = torch.equal(low, high)
     ok = diff < 1e-9 and same
-    if world.rank == 0:
+    # Said by the first rank that replayed (rank 0 may be a joiner).
+    first = torch.tensor([world.rank if joined_at is None else world.size])
+    dist.all_reduce(first, op=dist.ReduceOp.MIN)
+    if world.rank == first.item():
         print(f"final loss {final:.6f} on {world.size} ranks (epoch {world.epoch}); "
               f"max |w - w_ref| = {diff:.2e}: {'MATCHES' if diff < 1e-9 else 'DIFFERS FROM'} the reference; "
               f"members' models {'identical' if same else 'DIFFER'}", flush=True)

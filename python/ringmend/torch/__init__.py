@@ -34,6 +34,7 @@ inside the step:
 
 import datetime as _datetime
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -42,6 +43,21 @@ import ringmend
 from ringmend.torch._backend import RingmendBackend
 
 _runtime = None
+
+# Which of ringmend.torch's own start-up calls the members are in: 0 none,
+# 1 the broadcast of the TCPStore's address and 3 the barrier after it
+# (init_process_group), 2 the broadcast of the parameters
+# (DistributedDataParallel). Part of the state
+# a spare receives (training_state): admitted inside one of them, it takes
+# part in it as the members do, instead of in a call of its own that no
+# member makes.
+_start = torch.zeros(1, dtype=torch.int64)
+_IN_STORE_ADDRESS, _IN_PARAMETERS, _IN_STORE_CHECK = 1, 2, 3
+_STORE_CONNECT_SECONDS = 30
+_ROOT_RETRIES = 3  # rank 0 lost in a start-up broadcast, then its successor too, ...
+# A spare admitted inside one of them is in step with the members from
+# there on: it makes the start-up calls that follow, as they do.
+_starts_with_members = False
 
 
 def runtime(**options):
@@ -88,6 +104,56 @@ def _interface_of(address):
     return None
 
 
+def _broadcast_from_rank_0(world, data, phase):
+    """One of the start-up broadcasts, from rank 0 (by rank: a spare that
+    took rank 0's place sends). False when rank 0 died before anyone had
+    the data: every rank hears so (ROOT_LOST), and all try again from the
+    new rank 0."""
+    _start[0] = phase
+    try:
+        world.broadcast(data, root=0)
+        return True
+    except ringmend.Error as e:
+        if e.code != ringmend.Errc.ROOT_LOST:
+            raise
+        return False
+    finally:
+        _start[0] = 0
+
+
+def _members_store(rt, world, timeout):
+    """Rank 0's TCPStore, served by rank 0 and reached by the others at the
+    address it broadcasts; None when rank 0 could not be reached (it died
+    after it sent the address): the process then starts from a store of its
+    own, and only ringmend groups serve it."""
+    import numpy as np
+
+    address = np.zeros(256, dtype=np.int32)
+    store = None
+    for attempt in range(_ROOT_RETRIES):
+        if world.rank == 0 and store is None:
+            host = rt.control_address
+            store = dist.TCPStore(host, 0, world.size, True, timeout, wait_for_workers=False)
+            text = f"{host}:{store.port}".encode()
+            address[: len(text)] = list(text)
+        if _broadcast_from_rank_0(world, address, _IN_STORE_ADDRESS):
+            break
+    if store is not None:
+        return store
+    host, port = bytes(address[address > 0].astype(np.uint8)).decode().rsplit(":", 1)
+    # The connection's wait is bounded apart from the store's: torch retries
+    # a refused connection for the whole timeout (30 minutes by default).
+    connect = min(timeout, _datetime.timedelta(seconds=_STORE_CONNECT_SECONDS))
+    try:
+        store = dist.TCPStore(host, int(port), world.size, False, connect)
+    except (RuntimeError, dist.DistError) as e:
+        print(f"ringmend.torch: rank 0's TCPStore at {host}:{port} cannot be reached ({e}); this rank's torch "
+              f"group starts from a store of its own: only ringmend groups serve it", file=sys.stderr, flush=True)
+        return None
+    store.set_timeout(timeout)
+    return store
+
+
 def init_process_group(timeout=_datetime.timedelta(minutes=30), backend="ringmend", state=None, **runtime_options):
     """torch.distributed's default group over ringmend's world; returns the
     ringmend Communicator. torch still wants a key-value store for its own
@@ -100,20 +166,19 @@ def init_process_group(timeout=_datetime.timedelta(minutes=30), backend="ringmen
     `state`: tensors a spare receives when it takes a lost member's place
     (training_state() makes them for a model and its optimizer); a spare
     waits here until it is admitted, and returns with them filled in. A
-    spare admitted later has no TCPStore of the others to reach (rank 0 may
-    be the member it replaces): its torch group starts from a store of its
-    own, so only ringmend groups serve it."""
+    spare admitted inside the broadcast of the store's address takes part in
+    it and uses the members' store; one admitted later cannot count on that
+    store (rank 0 may be the member it replaces): its torch group starts
+    from a store of its own, so only ringmend groups serve it."""
     import numpy as np
 
     if state is not None:
         runtime_options["state"] = state
+    global _starts_with_members
     rt = runtime(**runtime_options)
     world = rt.world
-    if world.joined:
-        dist.init_process_group(
-            backend, store=dist.HashStore(), rank=world.rank, world_size=world.size, timeout=timeout
-        )
-        return world
+    admitted_in = int(_start[0])  # a spare's: where the members were
+    _starts_with_members = world.joined and admitted_in != 0
     # gloo groups beside this one (dist.new_group(backend="gloo")) find
     # their address from the host name, which Debian resolves to 127.0.1.1:
     # unless told otherwise, they use ringmend's control interface.
@@ -121,17 +186,18 @@ def init_process_group(timeout=_datetime.timedelta(minutes=30), backend="ringmen
         interface = _interface_of(rt.control_address)
         if interface:
             os.environ["GLOO_SOCKET_IFNAME"] = interface
-    address = np.zeros(256, dtype=np.int32)
     store = None
-    if world.rank == 0:
-        host = rt.control_address
-        store = dist.TCPStore(host, 0, world.size, True, timeout, wait_for_workers=False)
-        text = f"{host}:{store.port}".encode()
-        address[: len(text)] = list(text)
-    world.broadcast(address, root=0)
-    host, port = bytes(address[address > 0].astype(np.uint8)).decode().rsplit(":", 1)
+    if not world.joined or admitted_in == _IN_STORE_ADDRESS:
+        store = _members_store(rt, world, timeout)
     if store is None:
-        store = dist.TCPStore(host, int(port), world.size, False, timeout)
+        store = dist.HashStore()
+    if not world.joined or admitted_in in (_IN_STORE_ADDRESS, _IN_STORE_CHECK):
+        # Nobody goes on while another still connects to rank 0's store:
+        # after this call, rank 0's death cannot leave a rank retrying to
+        # reach it.
+        _start[0] = _IN_STORE_CHECK
+        world.barrier()
+        _start[0] = 0
     dist.init_process_group(backend, store=store, rank=world.rank, world_size=world.size, timeout=timeout)
     return world
 
@@ -239,6 +305,7 @@ def training_state(model, optimizer=None, step=None):
             for key, value in sorted(per_param.items()):
                 if torch.is_tensor(value):
                     state[f"optimizer.{index.get(id(p), 'x')}.{key}"] = value.view(-1) if value.dim() == 0 else value
+    state["ringmend.torch.start"] = _start
     if step is not None:
         if not (torch.is_tensor(step) and step.numel() == 1):
             raise TypeError("training_state(): step must be a one-element tensor (the loop's counter)")
@@ -317,20 +384,26 @@ def DistributedDataParallel(module, group=None, **ddp_options):
     as DDP's own start); a spare admitted later has them from its state
     already and makes no call here. Buffers are not synchronised at each
     forward (DDP's broadcast_buffers): a model with running statistics
-    (BatchNorm) keeps each rank's own."""
+    (BatchNorm) keeps each rank's own. A spare admitted inside that
+    broadcast (a member died in it) takes part in it."""
     world = runtime().world
     ddp = torch.nn.parallel.DistributedDataParallel(
         module, process_group=_local_group(), init_sync=False, **ddp_options
     )
-    if not world.joined:
-        tensors = [t.detach() for t in module.state_dict(keep_vars=True).values() if t.is_floating_point()]
-        if tensors:
-            flat = torch.cat([t.reshape(-1).double() for t in tensors])
+    tensors = [t.detach() for t in module.state_dict(keep_vars=True).values() if t.is_floating_point()]
+    if tensors and (not world.joined or _starts_with_members):
+        flat = torch.cat([t.reshape(-1).double() for t in tensors])
+        if group is None:
+            # By rank: a spare that replaced rank 0 sends (from its state).
+            for attempt in range(_ROOT_RETRIES):
+                if _broadcast_from_rank_0(world, flat, _IN_PARAMETERS):
+                    break
+        else:
             dist.broadcast(flat, src=0, group=group)
-            offset = 0
-            for t in tensors:
-                t.copy_(flat[offset : offset + t.numel()].view_as(t))
-                offset += t.numel()
+        offset = 0
+        for t in tensors:
+            t.copy_(flat[offset : offset + t.numel()].view_as(t))
+            offset += t.numel()
     ddp.register_comm_hook(_WholeStep(group, module), whole_step_mean_hook)
     return ddp
 
