@@ -311,7 +311,10 @@ MembershipChange Communicator::Impl::recovered_through_pool(const membership::Me
 
 void Communicator::Impl::serve_as_spare() {
   static constexpr const char* kNotNeeded = "the job finished without needing this spare";
-  static constexpr const char* kMembersLost = "every member of the job is gone";
+  // Dead, or out of reach (this spare's node cut off): either way no
+  // member will ever admit it.
+  static constexpr const char* kMembersLost =
+      "every member of the job is gone or out of reach, and none said goodbye";
   ringmend::log(LogLevel::Debug, "spare: waiting to be admitted");
   // Membership work until its first call (a waiting spare stamps nothing:
   // its admission, however long, must not look like a member that does not

@@ -20,7 +20,8 @@
 #               the members go on, with no member lost
 #   spare-cut   RINGMEND_SPARES=2: n3, holding only the spares, cut off and
 #               healed: the members go on with no member lost, and the
-#               spares, fenced, leave with an error (never join)
+#               spares leave with an error (never join): fenced, or at
+#               once when they find every member out of reach
 #   release     rank 2 (on n2) released at step 30 (it leaves the view by a
 #               view change), then n2 powered off: its other task is lost
 #   stopped     task 3 stopped with SIGSTOP for ever (RINGMEND_HANG_TIMEOUT=3):
@@ -238,7 +239,7 @@ if grep -qE "recovered from the loss of member|spare\(s\) [0-9, ]* admitted" <<<
 else
   pass "spare-cut: no member lost, no spare admitted"
 fi
-grep -qE "member [45] was left out of view|left out of view [0-9]+ .* \(the others declared it failed\)|GAVE UP|no new view" \
+grep -qE "member [45] was left out of view|left out of view [0-9]+ .* \(the others declared it failed\)|GAVE UP|no new view|spare: every member of the job is gone or out of reach" \
   <<<"$out" && pass "spare-cut: the cut spares left with an error" ||
   fail "spare-cut: the cut spares did not say why they left"
 "$cluster" heal-node n3 >/dev/null
