@@ -98,9 +98,8 @@ def init_process_group(timeout=_datetime.timedelta(minutes=30), backend="ringmen
         # Nobody goes on while another still connects to rank 0's store:
         # after this call, rank 0's death cannot leave a rank retrying to
         # reach it.
-        _startup.start[0] = _startup.IN_STORE_CHECK
-        world.barrier()
-        _startup.start[0] = 0
+        with _startup.in_phase(_startup.IN_STORE_CHECK):
+            world.barrier()
     dist.init_process_group(backend, store=store, rank=world.rank, world_size=world.size, timeout=timeout)
     return world
 

@@ -3,6 +3,7 @@ which of ringmend.torch's own start-up calls the members are in, so that a
 spare admitted inside one takes part in it (docs/torch.md, "Spares inside
 DDP": a death during start-up)."""
 
+import contextlib
 import datetime as _datetime
 import sys
 
@@ -56,21 +57,29 @@ def interface_of(address):
     return None
 
 
+@contextlib.contextmanager
+def in_phase(phase):
+    """Marks the start-up call made inside as `phase` in the state."""
+    start[0] = phase
+    try:
+        yield
+    finally:
+        start[0] = 0
+
+
 def broadcast_from_rank_0(world, data, phase):
     """One of the start-up broadcasts, from rank 0 (by rank: a spare that
     took rank 0's place sends). False when rank 0 died before anyone had
     the data: every rank hears so (ROOT_LOST), and all try again from the
     new rank 0."""
-    start[0] = phase
     try:
-        world.broadcast(data, root=0)
+        with in_phase(phase):
+            world.broadcast(data, root=0)
         return True
     except ringmend.Error as e:
         if e.code != ringmend.Errc.ROOT_LOST:
             raise
         return False
-    finally:
-        start[0] = 0
 
 
 def members_store(rt, world, timeout):

@@ -30,18 +30,16 @@ def _materialize_optimizer_state(optimizer):
             raise ValueError(
                 "training_state(): an initial_accumulator_value other than 0 is not a state of zeros"
             )
-    grads = []
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            grads.append(p.grad)
-            p.grad = torch.zeros_like(p)
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    grads = [p.grad for p in params]
     lrs = [group["lr"] for group in optimizer.param_groups]
+    for p in params:
+        p.grad = torch.zeros_like(p)
     for group in optimizer.param_groups:
         group["lr"] = 0.0
     optimizer.step()
     for group, lr in zip(optimizer.param_groups, lrs):
         group["lr"] = lr
-    params = [p for group in optimizer.param_groups for p in group["params"]]
     for p, g in zip(params, grads):
         p.grad = g
     for per_param in optimizer.state.values():
@@ -114,10 +112,7 @@ def whole_step_mean_hook(state, bucket):
     def finish(done):
         try:
             done.value()
-            offset = 0
-            for g in grads:
-                g.copy_(flat[offset : offset + g.numel()].view_as(g))
-                offset += g.numel()
+            _copy_back(flat, grads)
         except Exception as e:  # every bucket's future carries the error
             for _, f in buckets:
                 f.set_exception(e)
@@ -127,6 +122,14 @@ def whole_step_mean_hook(state, bucket):
 
     work.get_future().then(finish)
     return future
+
+
+def _copy_back(flat, tensors):
+    """The tensors laid end to end in `flat`, copied back into each."""
+    offset = 0
+    for t in tensors:
+        t.copy_(flat[offset : offset + t.numel()].view_as(t))
+        offset += t.numel()
 
 
 def _local_group():
@@ -166,9 +169,6 @@ def DistributedDataParallel(module, group=None, **ddp_options):
                     break
         else:
             dist.broadcast(flat, src=0, group=group)
-        offset = 0
-        for t in tensors:
-            t.copy_(flat[offset : offset + t.numel()].view_as(t))
-            offset += t.numel()
+        _copy_back(flat, tensors)
     ddp.register_comm_hook(_WholeStep(group, module), whole_step_mean_hook)
     return ddp
