@@ -1,12 +1,18 @@
 // Direct liveness check of the processes on this node (pidfds).
 //
 // MPI reports a dead rank within tens of milliseconds; a shared-memory wait
-// can see it sooner and without any MPI call: a pidfd becomes readable the
-// moment its process exits (SIGKILL included).
+// can see it sooner and without any MPI call. Two signs, whichever comes
+// first: the process is dying of a signal (/proc/PID/stat: its exit begun,
+// a signal in its exit code; visible within a fraction of a millisecond of
+// a SIGKILL), or its pidfd is readable (its exit finished). Between the two
+// the kernel releases the process's memory: 25-50 ms for a process that
+// imported torch, longer for one holding gigabytes; none of its code runs
+// then, so for its peers it is gone.
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -25,10 +31,14 @@ class PeerWatch {
   PeerWatch(const PeerWatch&) = delete;
   PeerWatch& operator=(const PeerWatch&) = delete;
 
-  // Index (into the constructor's `pids`) of a process that has exited, or -1.
+  // Index (into the constructor's `pids`) of a process that has exited or
+  // is dying of a signal, or -1. The /proc check runs at most every kDyingCheckPeriod
+  // (the pidfds at every call): it is called from idle waits.
   int exited() const;
-  // Whether the process at `index` has exited (false for one not watched).
+  // Whether the process at `index` has exited or is dying of a signal
+  // (false for one not watched).
   bool has_exited(int index) const;
+  static constexpr std::chrono::microseconds kDyingCheckPeriod{500};
   bool available() const { return all_watched_; }
   std::string describe_exit(int index) const;
   // The pidfds, for a caller that waits in its own poll() (one becomes
@@ -39,8 +49,14 @@ class PeerWatch {
 
  private:
   void close_all();
+  // Whether the watched process at `position` is dying of a signal.
+  bool dying(std::size_t position) const;
   std::vector<int> fds_;    // pidfd per watched process
   std::vector<int> index_;  // its index in the constructor's list
+  // /proc/PID/stat of each, opened with its pidfd: it names that process,
+  // not a later one given the same pid (reads fail once it is reaped).
+  std::vector<int> stat_fds_;
+  mutable std::chrono::steady_clock::time_point next_dying_check_{};
   std::vector<pid_t> pids_;
   bool all_watched_ = true;
 };
