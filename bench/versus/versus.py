@@ -24,6 +24,7 @@ Writes versus.json, versus.md and versus.png into --out.
 """
 
 import argparse
+import collections
 import glob
 import importlib.metadata
 import json
@@ -44,8 +45,25 @@ WORKERS = 4
 
 
 # ----------------------------------------------------------------- systems
-# Each system: how to start one job (a list of commands started together,
-# the first one the job's main process) and what is said about its set-up.
+# Each system: how to start one job (a list of commands started together;
+# or a dict with a "service" started first and the "parts") and what is
+# said about its set-up. With --nodes 2 the job runs on two nodes of the
+# local cluster (scripts/cluster.sh: network namespaces on this machine,
+# one process table, one clock), 2 workers on each.
+
+CLUSTER = os.path.join(TOP, "scripts", "cluster.sh")
+SUBNET = os.environ.get("RINGMEND_CLUSTER_SUBNET", "10.77.0")
+NODES = ["n1", "n2"]
+
+
+def node_addr(node):
+    return f"{SUBNET}.{node[1:]}"
+
+
+def on_node(node, cmd):
+    """`cmd` in node's namespace, its gloo traffic on the node's interface."""
+    return [CLUSTER, "exec", node, "env", "GLOO_SOCKET_IFNAME=eth1"] + cmd
+
 
 def ringmend_job(args, spares, membership):
     run = os.path.join(args.build, "slurm", "ringmend-run")
@@ -53,6 +71,12 @@ def ringmend_job(args, spares, membership):
     cmd = [run, "-q", "--oversubscribe", "-n", str(WORKERS), "--spares", str(spares), "-x", "VERSUS_LOG",
            "-x", "VERSUS_VICTIM", "-x", "VERSUS_KILL_STEP", "-x", f"RINGMEND_MEMBERSHIP={membership}",
            python, os.path.join(HERE, "worker_ringmend.py")]
+    if args.nodes == 2:
+        # An allocation of the two nodes; ringmend-run places the ranks
+        # (and the spare) on them.
+        per_node = (WORKERS + spares + 1) // 2
+        cmd = ["salloc", "-N", "2", f"--ntasks-per-node={per_node}", "--overcommit", "--immediate=30",
+               "--time=10", "--quiet", "-J", "versus"] + cmd
     return [cmd]
 
 
@@ -61,20 +85,35 @@ def torchrun_job(args, worker_args, restarts, port):
     # workers the same store in every round of the rendezvous, unprefixed,
     # so restarted workers read the dead ones' gloo addresses and fail
     # (pytorch/pytorch#135712, #167288); without it no restart succeeds here.
-    return [["env", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1", sys.executable, "-m", "torch.distributed.run", "--nnodes=1", f"--nproc-per-node={WORKERS}",
-             f"--max-restarts={restarts}", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
-             os.path.join(HERE, "worker_torchrun.py")] + worker_args]
+    # is_host: the agent that serves the rendezvous store (torchrun guesses
+    # it from the host's names, which a namespace node does not change).
+    def agent(nodes, per_node, endpoint, local, host):
+        return ["env", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1", sys.executable, "-m", "torch.distributed.run",
+                f"--nnodes={nodes}", f"--nproc-per-node={per_node}", f"--max-restarts={restarts}",
+                "--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint}:{port}", "--rdzv-id=versus",
+                f"--rdzv-conf=is_host={int(host)}", f"--local-addr={local}",
+                os.path.join(HERE, "worker_torchrun.py")] + worker_args
+    if args.nodes == 1:
+        return [agent(1, WORKERS, "127.0.0.1", "127.0.0.1", True)]
+    return [on_node(n, agent(2, WORKERS // 2, node_addr(NODES[0]), node_addr(n), n == NODES[0])) for n in NODES]
 
 
 def torchft_job(args, port):
+    bind = "127.0.0.1" if args.nodes == 1 else "0.0.0.0"
+    lighthouse_addr = "127.0.0.1" if args.nodes == 1 else f"{SUBNET}.254"  # the head node, on the bridge
     lighthouse = [os.path.join(os.path.dirname(sys.executable), "torchft_lighthouse"), "--min_replicas", "1",
-                  "--quorum_tick_ms", "100", "--join_timeout_ms", "10000", "--bind", f"127.0.0.1:{port}"]
+                  "--quorum_tick_ms", "100", "--join_timeout_ms", "10000", "--bind", f"{bind}:{port}"]
     groups = []
     for g in range(WORKERS):
-        groups.append(["env", f"REPLICA_GROUP_ID={g}", f"NUM_REPLICA_GROUPS={WORKERS}",
-                       f"TORCHFT_LIGHTHOUSE=http://127.0.0.1:{port}", sys.executable, "-m",
-                       "torch.distributed.run", "--nnodes=1", "--nproc-per-node=1", "--max-restarts=3",
-                       f"--master-port={port + 1 + g}", os.path.join(HERE, "worker_torchft.py")])
+        node = NODES[g * len(NODES) // WORKERS]
+        host = "127.0.0.1" if args.nodes == 1 else node_addr(node)
+        # Every address a group hands out (its store, its manager) is its
+        # node's, so that the other node's groups reach it.
+        cmd = ["env", f"REPLICA_GROUP_ID={g}", f"NUM_REPLICA_GROUPS={WORKERS}", f"VERSUS_HOST={host}",
+               f"TORCHFT_LIGHTHOUSE=http://{lighthouse_addr}:{port}", sys.executable, "-m",
+               "torch.distributed.run", "--nnodes=1", "--nproc-per-node=1", "--max-restarts=3",
+               f"--master-addr={host}", f"--master-port={port + 1 + g}", os.path.join(HERE, "worker_torchft.py")]
+        groups.append(cmd if args.nodes == 1 else on_node(node, cmd))
     # The lighthouse serves the job; the job ends when every group ends.
     return {"service": lighthouse, "parts": groups}
 
@@ -125,6 +164,10 @@ SYSTEMS = {
 
 # ------------------------------------------------------------- one job
 
+# One worker process's log (step_log.py): steps are (step, t, workers).
+WorkerLog = collections.namedtuple("WorkerLog", "pid rank start steps final waiting")
+
+
 class Job:
     """One run of a system: its processes, its log folder, the kill."""
 
@@ -140,6 +183,9 @@ class Job:
     def start(self, spec):
         env = dict(os.environ, VERSUS_LOG=self.dir, PYTHONWARNINGS="ignore::FutureWarning",
                    VERSUS_VICTIM=str(self.args.victim if self.kill else -1), VERSUS_KILL_STEP=str(self.args.kill_step))
+        if self.args.nodes == 2:
+            env.setdefault("SLURM_CONF", os.path.join(os.environ.get("RINGMEND_CLUSTER_DIR", "/tmp/ringmend-cluster"),
+                                                      "slurm.conf"))
         spec = spec if isinstance(spec, dict) else {"service": None, "parts": spec}
         common = ["--steps", str(self.args.steps)]
         self.service = None
@@ -151,10 +197,10 @@ class Job:
                                        start_new_session=True) for cmd in spec["parts"]]
 
     def logs(self):
-        """Per process: (pid, rank, [(step, t, workers)], final loss or None, waiting)."""
+        """A WorkerLog per process."""
         found = []
         for path in glob.glob(os.path.join(self.dir, "*.log")):
-            pid = rank = None
+            pid = rank = start = None
             steps, final, waiting = [], None, False
             with open(path) as f:
                 for line in f:
@@ -162,14 +208,14 @@ class Job:
                     if not line.endswith("\n"):
                         break  # a line the kill cut short
                     if w[0] == "start":
-                        pid, rank = int(w[1]), int(w[2])
+                        pid, rank, start = int(w[1]), int(w[2]), float(w[3])
                     elif w[0] == "step":
                         steps.append((int(w[1]), float(w[2]), int(w[3])))
                     elif w[0] == "waiting":
                         waiting = True
                     elif w[0] == "final":
                         final = float(w[1])
-            found.append((pid, rank, steps, final, waiting))
+            found.append(WorkerLog(pid, rank, start, steps, final, waiting))
         return found
 
     def watch(self):
@@ -190,8 +236,9 @@ class Job:
         self.out.close()
 
     def try_kill(self):
-        for pid, _, _, _, waiting in self.logs():
-            if waiting:
+        for log in self.logs():
+            if log.waiting:
+                pid = log.pid
                 t = time.monotonic()
                 os.kill(pid, signal.SIGKILL)
                 self.killed = (pid, t)
@@ -214,12 +261,27 @@ def process_gone(pid, within):
 
 # ------------------------------------------------------------- measures
 
-def step_time(logs):
-    """Median interval between the steps of the lowest rank's log, from step 10."""
-    pid, rank, steps, _, _ = min((l for l in logs if l[2]), key=lambda l: (l[1], -len(l[2])))
-    t = [s[1] for s in steps if s[0] >= 10]
+def step_time(logs, last):
+    """Median interval between the lowest rank's steps 10 to `last`."""
+    lowest = min((l for l in logs if l.steps), key=lambda l: (l.rank, -len(l.steps)))
+    t = [s[1] for s in lowest.steps if 10 <= s[0] <= last]
     gaps = [b - a for a, b in zip(t, t[1:])]
     return statistics.median(gaps) if gaps else None
+
+
+def job_end(logs):
+    """When the job's workers completed its last step; a worker started
+    after the first of them (one that failed at exit, started again by its
+    agent, training again) is not the job's: late_workers()."""
+    last = max((s for l in logs for s, _, _ in l.steps), default=-1)
+    first = min((t for l in logs for s, t, _ in l.steps if s == last), default=float("inf"))
+    return max((t for l in logs if l.start <= first for s, t, _ in l.steps if s == last), default=float("inf"))
+
+
+def late_workers(logs):
+    last = max((s for l in logs for s, _, _ in l.steps), default=-1)
+    first = min((t for l in logs for s, t, _ in l.steps if s == last), default=float("inf"))
+    return [l for l in logs if l.start > first]
 
 
 def after_kill(logs, t_kill, kill_step):
@@ -227,13 +289,14 @@ def after_kill(logs, t_kill, kill_step):
     The victim died in step `kill_step`, which nobody could finish without
     its gradients or a recovery. A step is redone when a rank completes it
     a second time (a restarted worker resuming from an older state)."""
-    events = [e for _, _, steps, _, _ in logs for e in steps]
-    later = sorted((t, s, w) for s, t, w in events if t >= t_kill)
+    events = [e for l in logs for e in l.steps]
+    end = job_end(logs)
+    later = sorted((t, s, w) for s, t, w in events if t_kill <= t <= end)
     next_step = next((t for t, s, _ in later if s >= kill_step), None)
     full = next((t for t, s, w in later if w >= WORKERS and s >= kill_step), None)
     by_rank = {}
-    for _, rank, steps, _, _ in logs:
-        by_rank.setdefault(rank, []).extend(s for s, _, _ in steps)
+    for l in logs:
+        by_rank.setdefault(l.rank, []).extend(s for s, t, _ in l.steps if t <= end)
     redone = max((len(s) - len(set(s)) for s in by_rank.values()), default=0)
     return {"kill_step": kill_step,
             "death_to_next_step_s": None if next_step is None else next_step - t_kill,
@@ -244,13 +307,13 @@ def after_kill(logs, t_kill, kill_step):
 def final_model(job):
     import torch
     path = os.path.join(job.dir, "final.pt")
-    loss = next((f for _, _, _, f, _ in job.logs() if f is not None), None)
+    loss = next((l.final for l in job.logs() if l.final is not None), None)
     return (torch.load(path) if os.path.exists(path) else None), loss
 
 
 def progress_curve(logs, t_zero):
     """(seconds since t_zero, highest step completed so far) over the job."""
-    events = sorted((t - t_zero, s) for _, _, steps, _, _ in logs for s, t, _ in steps)
+    events = sorted((t - t_zero, s) for l in logs for s, t, _ in l.steps)
     curve, top = [], -1
     for t, s in events:
         if s > top:
@@ -280,12 +343,14 @@ def run_system(args, name):
         logs = job.logs()
         model, loss = final_model(job)
         record = {"kill": kill, "status": job.status, "timed_out": job.timed_out, "log": job.dir,
-                  "final_loss": loss, "steps_logged": sum(len(l[2]) for l in logs)}
-        if logs and any(l[2] for l in logs):
-            record["step_time_s"] = step_time(logs) if not kill else None
+                  "final_loss": loss, "steps_logged": sum(len(l.steps) for l in logs),
+                  "steps_after_the_end": sum(len(l.steps) for l in late_workers(logs))}
+        if logs and any(l.steps for l in logs):
+            # Without failure: every step; with the kill, the steps before it.
+            record["step_time_s"] = step_time(logs, args.kill_step - 2 if kill else args.steps)
         if not kill:
             reference = model
-            record["curve"] = progress_curve(logs, min(t for _, _, st, _, _ in logs for _, t, _ in st) if
+            record["curve"] = progress_curve(logs, min(t for l in logs for _, t, _ in l.steps) if
                                              record["steps_logged"] else 0)
         else:
             if job.killed is None:
@@ -293,8 +358,8 @@ def run_system(args, name):
             else:
                 pid, t_kill = job.killed
                 record["victim_died"] = process_gone(pid, 5)
-                victim = [l for l in logs if l[0] == pid]
-                record["victim_last_step"] = victim[0][2][-1][0] if victim and victim[0][2] else None
+                victim = [l for l in logs if l.pid == pid]
+                record["victim_last_step"] = victim[0].steps[-1][0] if victim and victim[0].steps else None
                 record.update(after_kill(logs, t_kill, job.args.kill_step))
                 record["curve"] = progress_curve(logs, t_kill)
         if model is not None and reference is not None:
@@ -316,21 +381,28 @@ def job_error(job, record):
     if job.timed_out:
         return f"the job did not end within {job.args.timeout} s"
     if record["steps_logged"] == 0:
-        return "no step was logged"
+        return f"no step was logged; exit status {job.status}: {exit_cause(job)}"
     if record["kill"] and not record.get("victim_died"):
         return "the kill did not land"
     if record["kill"] and (record.get("victim_last_step") or -1) >= job.args.kill_step:
         return f"the victim completed step {record['victim_last_step']}: it was not killed in step {job.args.kill_step}"
     if any(s != 0 for s in job.status):
-        with open(os.path.join(job.dir, "output.txt")) as f:
-            said = [l.strip() for l in f if l.strip() and "Warning" not in l and "pynvml" not in l]
-        cause = next((l for l in said if "Error" in l or "terminate called" in l), said[-1] if said else "")
         if record["final_loss"] is None:
-            return f"exit status {job.status}: {cause[:300]}"
-        record["teardown_error"] = f"exit status {job.status} after the last step: {cause[:200]}"
+            return f"exit status {job.status}: {exit_cause(job)[:300]}"
+        record["teardown_error"] = f"exit status {job.status} after the last step: {exit_cause(job)[:200]}"
+    if record["steps_after_the_end"]:
+        record["teardown_error"] = (f"{record['steps_after_the_end']} steps logged after the job's last step: a worker "
+                                    "failed at exit and its agent started it again")
     if record["final_loss"] is None:
         return "no final model"
     return None
+
+
+def exit_cause(job):
+    """The line of the job's output that says why it failed, or its last."""
+    with open(os.path.join(job.dir, "output.txt")) as f:
+        said = [l.strip() for l in f if l.strip() and "Warning" not in l and "pynvml" not in l]
+    return next((l for l in said if "Error" in l or "terminate called" in l), said[-1] if said else "(no output)")
 
 
 def one_line(r):
@@ -358,7 +430,7 @@ def fmt_s(s):
 
 
 def table(results):
-    rows = ["| system | failure-free step (ms) | death -> next step: min / median / max | steps redone, median | "
+    rows = ["| system | failure-free step (ms): min / median / max | death -> next step: min / median / max | steps redone, median | "
             "full size again, median | model vs. its run without failure: max abs diff, median | jobs |",
             "|---|---|---|---|---|---|---|"]
     for r in results:
@@ -367,7 +439,9 @@ def table(results):
         if ref.get("error"):
             rows.append(f"| {r['system']} | cannot run here: {ref['error']} | | | | | 0 |")
             continue
-        step = f"{ref['step_time_s'] * 1e3:.2f}"
+        times = summary([j.get("step_time_s") for j in jobs if not j["error"]])
+        step = "—" if not times else (f"{times['min'] * 1e3:.2f} / {times['median'] * 1e3:.2f} / "
+                                      f"{times['max'] * 1e3:.2f}")
         if not SYSTEMS[r["system"]]["kill"]:
             rows.append(f"| {r['system']} | {step} | no fault tolerance | | | | 1 |")
             continue
@@ -427,12 +501,10 @@ def plot(results, path):
     fig.savefig(path, dpi=110)
 
 
-BEGIN = "<!-- versus: generated by bench/versus/run.sh --publish; do not edit -->"
-END = "<!-- /versus -->"
-
-
-def into_readme(path, text, picture):
-    """Replaces the block between BEGIN and END in `path`."""
+def into_readme(path, block, text, picture):
+    """Replaces the block named `block` in `path`."""
+    BEGIN = f"<!-- {block}: generated by bench/versus/run.sh --publish; do not edit -->"
+    END = f"<!-- /{block} -->"
     with open(path) as f:
         readme = f.read()
     if BEGIN not in readme or END not in readme:
@@ -476,6 +548,8 @@ def main():
     ap.add_argument("--kill-step", type=int, default=100)
     ap.add_argument("--victim", type=int, default=2, help="rank (torchft: replica group) to kill")
     ap.add_argument("--timeout", type=float, default=240, help="seconds a job may take")
+    ap.add_argument("--nodes", type=int, choices=(1, 2), default=1,
+                    help="2: two nodes of the local cluster (scripts/cluster.sh, running), 2 workers each")
     ap.add_argument("--readme", help="a markdown file whose versus block gets the table and the plot")
     ap.add_argument("--keep", action="store_true", help="keep every job's logs (else only when one failed)")
     args = ap.parse_args()
@@ -486,7 +560,7 @@ def main():
     args.work = tempfile.mkdtemp(prefix="versus-")
     results = [run_system(args, name) for name in args.systems.split(",")]
     report = {"machine": machine(), "versions": versions(),
-              "job": {"workers": WORKERS, "steps": args.steps, "kill_step": args.kill_step, "victim": args.victim,
+              "job": {"workers": WORKERS, "nodes": args.nodes, "steps": args.steps, "kill_step": args.kill_step, "victim": args.victim,
                       "jobs_with_kill": args.jobs, "model": "examples/ddp_model.py"},
               "results": results}
     with open(os.path.join(args.out, "versus.json"), "w") as f:
@@ -494,7 +568,8 @@ def main():
     m, v = report["machine"], report["versions"]
     text = (f"Machine {m['host']} ({m['cpu']}, {m['cores']} cores, Linux {m['kernel']}), commit {m['commit']}, "
             f"{m['date']}; torch {v['torch']}, torchft {v['torchft']}, DLRover {v['dlrover']}. "
-            f"{WORKERS} workers, {args.steps} steps, rank {args.victim} SIGKILLed from outside in step "
+            f"{WORKERS} workers ({'on one node' if args.nodes == 1 else '2 on each of 2 nodes of the local cluster'}), "
+            f"{args.steps} steps, rank {args.victim} SIGKILLed from outside in step "
             f"{args.kill_step}; {args.jobs} jobs with the kill per system.\n\n" + table(results) + "\n\n" +
             "\n".join(f"- **{r['system']}**: {r['configuration']}" for r in results) + "\n" + teardown_notes(results))
     with open(os.path.join(args.out, "versus.md"), "w") as f:
@@ -502,7 +577,7 @@ def main():
     plot(results, os.path.join(args.out, "versus.png"))
     print(text)
     if args.readme:
-        into_readme(args.readme, text, os.path.relpath(os.path.join(args.out, "versus.png"),
+        into_readme(args.readme, "versus" if args.nodes == 1 else "versus-two-nodes", text, os.path.relpath(os.path.join(args.out, "versus.png"),
                                                        os.path.dirname(os.path.abspath(args.readme))))
     # A peer that cannot run is a finding for the table; ringmend failing is an error.
     failed = [r["system"] for r in results if any(j["error"] for j in r["jobs"])]

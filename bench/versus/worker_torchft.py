@@ -43,6 +43,7 @@ def main():
     manager = Manager(pg=pg, min_replica_size=1, init_sync=False, load_state_dict=load_state_dict,
                       state_dict=state_dict,
                       replica_id=f"versus_{group}", timeout=timedelta(seconds=30),
+                      hostname=os.environ.get("VERSUS_HOST", "localhost"),
                       checkpoint_transport=PGTransport(pg, timeout=timedelta(seconds=10), device="cpu"))
     model = DistributedDataParallel(manager, module)
     opt = Optimizer(manager, inner)
