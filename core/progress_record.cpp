@@ -80,6 +80,12 @@ struct RecordPage {
   std::atomic<std::uint64_t> stamp_ns{0};
   std::atomic<std::int32_t> excluded_by{-1};
   std::atomic<std::uint32_t> excluded_after_ms{0};
+  // A sequence lock over phase, seq and the call: odd while the owner
+  // writes them, so that a reader never pairs a collective number with
+  // another collective's call.
+  std::atomic<std::uint32_t> version{0};
+  std::atomic<std::uint64_t> call_count{0};
+  std::atomic<std::uint64_t> call_shape{0};
 };
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free &&
                   std::atomic<std::int32_t>::is_always_lock_free,
@@ -160,9 +166,15 @@ OwnRecord::~OwnRecord() {
 
 void OwnRecord::set_member(int member) { shared_->member.store(member, std::memory_order_relaxed); }
 
-void OwnRecord::enter(Phase phase, std::uint64_t seq) {
+void OwnRecord::enter(Phase phase, std::uint64_t seq, CallSignature call) {
+  const std::uint32_t v = shared_->version.load(std::memory_order_relaxed);
+  shared_->version.store(v + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
   shared_->seq.store(seq, std::memory_order_relaxed);
   shared_->phase.store(static_cast<std::uint32_t>(phase), std::memory_order_relaxed);
+  shared_->call_count.store(call.count, std::memory_order_relaxed);
+  shared_->call_shape.store(call.shape, std::memory_order_relaxed);
+  shared_->version.store(v + 2, std::memory_order_release);
   shared_->stamp_ns.store(monotonic_ns(), std::memory_order_release);
 }
 
@@ -216,8 +228,21 @@ std::optional<Observation> observe(pid_t pid) {
   Observation o;
   o.pid = pid;
   o.member = shared->member.load(std::memory_order_relaxed);
-  o.phase = static_cast<Phase>(shared->phase.load(std::memory_order_relaxed));
-  o.seq = shared->seq.load(std::memory_order_relaxed);
+  // The sequence lock's read side: retried while the owner writes (it
+  // writes a few words, rarely), given up after a few tries (the call then
+  // reads as not known; phase and seq as last read).
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const std::uint32_t before = shared->version.load(std::memory_order_acquire);
+    o.phase = static_cast<Phase>(shared->phase.load(std::memory_order_relaxed));
+    o.seq = shared->seq.load(std::memory_order_relaxed);
+    const CallSignature call{shared->call_count.load(std::memory_order_relaxed),
+                             shared->call_shape.load(std::memory_order_relaxed)};
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (before % 2 == 0 && shared->version.load(std::memory_order_relaxed) == before) {
+      o.call = call;
+      break;
+    }
+  }
   const std::uint64_t stamp = shared->stamp_ns.load(std::memory_order_acquire);
   const std::uint64_t now = monotonic_ns();
   o.idle_seconds = now > stamp ? static_cast<double>(now - stamp) / 1e9 : 0.0;

@@ -14,11 +14,16 @@
 #include "membership/native/native_spare_pool.hpp"
 #include "ringmend/core/log.hpp"
 #include "ringmend/core/outcome.hpp"
+#include "runtime/call_signature.hpp"
 #include "runtime/communicator_impl.hpp"
 #include "runtime/request.hpp"
 
 namespace ringmend {
 namespace {
+
+progress::CallSignature signature_of(const CollectiveCall& c) {
+  return call_signature(c.kind, c.count, c.type, c.op, c.root);
+}
 
 // Thrown inside run() for an invalid argument on this rank; it is raised
 // on every rank through the recovery state exchange.
@@ -347,7 +352,7 @@ std::optional<Communicator::Impl::CallFailure> Communicator::Impl::attempt(CallI
     if (p.catching_up) {
       // Another survivor finished this collective before the failure: take
       // its result, which contains every original contribution.
-      hang_.enter(progress::Phase::Collective, p.seq);
+      hang_.enter(progress::Phase::Collective, p.seq, signature_of(p.call));
       // (An allgather's result has a block per rank of the epoch it ran in,
       // which this member was in too.)
       const std::size_t bytes = p.call.retained_bytes(p.ranks_in_attempt);
@@ -370,7 +375,7 @@ std::optional<Communicator::Impl::CallFailure> Communicator::Impl::attempt(CallI
       fail_if_root_lost(p);
       settle(p.result, p.seq);
       place_root(p);
-      hang_.enter(progress::Phase::Collective, p.seq);
+      hang_.enter(progress::Phase::Collective, p.seq, signature_of(p.call));
       p.ranks_in_attempt = epoch_->size;
       execute(p.c, p.seq);
       p.result.contributors = epoch_->size;

@@ -5,6 +5,8 @@
 
 #include "ringmend/core/error.hpp"
 #include "ringmend/core/log.hpp"
+#include "runtime/call_signature.hpp"
+#include "transport/progress.hpp"
 
 namespace ringmend {
 namespace {
@@ -43,15 +45,23 @@ void HangDetector::set_member(int id) {
   if (notices_) notices_->set_member(id);
 }
 
-void HangDetector::enter(progress::Phase phase, std::uint64_t seq) {
-  if (record_) record_->enter(phase, seq);
-  waiting_since_ns_ = 0;
+void HangDetector::enter(progress::Phase phase, std::uint64_t seq, progress::CallSignature call) {
+  if (phase != progress::Phase::Collective) call = {};
+  if (record_) record_->enter(phase, seq, call);
+  call_seq_ = seq;
+  call_ = call;
+  waiting_since_ns_ = next_call_look_ns_ = 0;
 }
 
 void HangDetector::waiting(std::uint64_t now_ns, std::uint64_t seq, const membership::Epoch& e) {
   if (record_ && now_ns - last_stamp_ns_ >= kStampEveryNs) {
     record_->stamp(now_ns);
     last_stamp_ns_ = now_ns;
+  }
+  if (record_ && call_.known() && now_ns >= next_call_look_ns_) {
+    const bool first = next_call_look_ns_ == 0;
+    next_call_look_ns_ = now_ns + (first ? kCallLookAfterNs : kCallLookEveryNs);
+    if (!first) look_for_other_calls(e);
   }
   if (hang_timeout_ <= 0) return;
   // A gap between two polls (this process was stopped, or the job
@@ -114,6 +124,23 @@ void HangDetector::tell_other_nodes(std::uint64_t now_ns, std::uint64_t seq, dou
   for (int r = 0; r < e.size; ++r)
     mate[static_cast<std::size_t>(r)] = same_node(e.infos.at(static_cast<std::size_t>(r)), me);
   notices_->tell_others(e, seq, waited, mate);
+}
+
+void HangDetector::look_for_other_calls(const membership::Epoch& e) const {
+  const membership::MemberInfo& me = e.infos.at(static_cast<std::size_t>(e.rank));
+  for (int r = 0; r < e.size; ++r) {
+    const membership::MemberInfo& m = e.infos.at(static_cast<std::size_t>(r));
+    if (r == e.rank || !same_node(m, me)) continue;
+    const auto seen = progress::observe(m.pid);
+    if (!seen || seen->phase != progress::Phase::Collective || seen->seq != call_seq_ ||
+        !seen->call.known() || seen->call == call_)
+      continue;
+    throw transport::Mismatch(
+        "collective #" + std::to_string(call_seq_) + ": rank " + std::to_string(e.rank) + " called " +
+        describe(call_) + ", rank " + std::to_string(r) + " (member " +
+        std::to_string(e.members.at(static_cast<std::size_t>(r))) + ", same node) called " +
+        describe(seen->call) + ": every rank must make the same collective call");
+  }
 }
 
 void HangDetector::look_for_stuck(std::uint64_t seq, double waited, const membership::Epoch& e) {

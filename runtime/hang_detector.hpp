@@ -44,14 +44,20 @@ class HangDetector {
     mine.notice_ip = notices_->ip();
     mine.notice_port = notices_->port();
   }
-  void enter(progress::Phase phase, std::uint64_t seq);
+  // `call`: the collective's call, when `phase` is Collective.
+  void enter(progress::Phase phase, std::uint64_t seq, progress::CallSignature call = {});
   // A new wait begins (a collective, or its re-execution after a recovery).
-  void restart() { waiting_since_ns_ = 0; }
+  void restart() { waiting_since_ns_ = next_call_look_ns_ = 0; }
   // Polled by every wait of collective `seq` in epoch `e`: stamps this
   // process's record and, once this member has waited the hang timeout,
   // looks at the records of the other members of its node. Throws
-  // Error(Timeout) for a stuck member under the policy `fail`.
+  // Error(Timeout) for a stuck member under the policy `fail`. Whatever the
+  // hang timeout, after kCallLookAfterNs of waiting it compares the calls
+  // of the node's members in this collective: throws transport::Mismatch
+  // when one made another call (they would wait for each other until the
+  // call's timeout).
   void waiting(std::uint64_t now_ns, std::uint64_t seq, const membership::Epoch& e);
+  static constexpr std::uint64_t kCallLookAfterNs = 50'000'000, kCallLookEveryNs = 100'000'000;
 
   // The processes of this node in epoch `e` (for fence_lost()), added to
   // those of the epochs before.
@@ -64,12 +70,18 @@ class HangDetector {
 
  private:
   void look_for_stuck(std::uint64_t seq, double waited, const membership::Epoch& e);
+  void look_for_other_calls(const membership::Epoch& e) const;
   void tell_other_nodes(std::uint64_t now_ns, std::uint64_t seq, double waited, const membership::Epoch& e);
 
   double hang_timeout_;
   HangPolicy policy_;
   progress::OwnRecord* record_;  // the process's (one per process), or null
   std::uint64_t waiting_since_ns_ = 0, last_stamp_ns_ = 0, next_look_ns_ = 0, last_poll_ns_ = 0;
+  // The collective this process is in and its call (unknown outside one),
+  // and when its calls are next compared with the node's (0: not waiting).
+  std::uint64_t call_seq_ = 0;
+  progress::CallSignature call_;
+  std::uint64_t next_call_look_ns_ = 0;
   std::map<membership::MemberId, pid_t> mates_;  // this node's other members (ever), by id
   // Off under the policy `fail` (nobody is excluded) and without a timeout.
   std::unique_ptr<HangNotices> notices_;

@@ -2,7 +2,7 @@
 // communicator stays usable afterwards.
 //
 //   bad_input --case=count_mismatch|type_mismatch|op_mismatch|null_buffer|
-//                    bad_type|bad_root|zero_count|overlap|bad_env|
+//                    bad_type|bad_root|zero_count|overlap|bad_env|kind_mismatch|root_mismatch|
 //                    grow_no_spares|grow_negative|release_all|release_out_of_range|
 //                    release_mismatch|release_twice|after_release|host_as_gpu
 #include <cstdio>
@@ -72,6 +72,15 @@ int main(int argc, char** argv) {
       Placement where;
       where.memory = me_odd ? MemoryKind::Cuda : MemoryKind::Auto;
       comm.allreduce(in.data(), out.data(), count, t, op, where);
+    } else if (which == "kind_mismatch") {
+      // A barrier on one rank, a broadcast on the others: different calls
+      // that never meet; said at once, not at the call's timeout.
+      if (me_odd)
+        comm.barrier();
+      else
+        comm.broadcast(in.data(), 64, 0);
+    } else if (which == "root_mismatch") {
+      comm.broadcast(in.data(), 64, me_odd ? 1 : 0);
     } else if (which == "bad_root") {
       expected = Errc::InvalidArgument;
       comm.broadcast(in.data(), 64, comm.size() + 3);

@@ -65,7 +65,7 @@ TEST(HangRule, TheLauncherComparesStampsNotAges) {
 
 // A child with a record in phase `phase` at collective `seq` that then
 // waits for ever without stamping it.
-pid_t child_with_record(Phase phase, std::uint64_t seq, int member) {
+pid_t child_with_record(Phase phase, std::uint64_t seq, int member, CallSignature call = {}) {
   int ready[2];
   if (::pipe(ready) != 0) return -1;
   const pid_t pid = ::fork();
@@ -73,7 +73,7 @@ pid_t child_with_record(Phase phase, std::uint64_t seq, int member) {
     auto record = OwnRecord::create();
     if (!record) ::_exit(3);
     record->set_member(member);
-    record->enter(phase, seq);
+    record->enter(phase, seq, call);
     [[maybe_unused]] const auto n = ::write(ready[1], "x", 1);
     for (;;) ::pause();
   }
@@ -85,7 +85,7 @@ pid_t child_with_record(Phase phase, std::uint64_t seq, int member) {
 }
 
 TEST(ProgressRecord, ReadByAnotherProcessAndAgesWithoutStamps) {
-  const pid_t pid = child_with_record(Phase::Collective, 42, 5);
+  const pid_t pid = child_with_record(Phase::Collective, 42, 5, CallSignature{1000, 0x0102030400000000ULL});
   ASSERT_GT(pid, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const auto o = observe(pid);
@@ -93,6 +93,7 @@ TEST(ProgressRecord, ReadByAnotherProcessAndAgesWithoutStamps) {
   EXPECT_EQ(o->member, 5);
   EXPECT_EQ(o->phase, Phase::Collective);
   EXPECT_EQ(o->seq, 42u);
+  EXPECT_EQ(o->call, (CallSignature{1000, 0x0102030400000000ULL}));
   EXPECT_GE(o->idle_seconds, 0.19);
   EXPECT_EQ(o->excluded_by, -1);
   ::kill(pid, SIGKILL);
@@ -103,6 +104,36 @@ TEST(ProgressRecord, ReadByAnotherProcessAndAgesWithoutStamps) {
   remove_record(pid);
   EXPECT_FALSE(observe(pid));
   EXPECT_FALSE(observe(::getpid() + 1000000));  // no such record
+}
+
+TEST(ProgressRecord, ACollectiveNumberIsNeverReadWithAnotherCollectivesCall) {
+  // The owner enters collective i with a call of count i, as fast as it
+  // can; a reader must never pair a number with another one's call.
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    auto record = OwnRecord::create();
+    if (!record) ::_exit(3);
+    [[maybe_unused]] const auto n = ::write(ready[1], "x", 1);
+    for (std::uint64_t i = 1;; ++i) record->enter(Phase::Collective, i, CallSignature{i, ~i});
+  }
+  char c;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  int known = 0;
+  for (int look = 0; look < 20000; ++look) {
+    const auto o = observe(pid);
+    if (!o || !o->call.known()) continue;
+    ++known;
+    ASSERT_EQ(o->call.count, o->seq) << "look " << look;
+    ASSERT_EQ(o->call.shape, ~o->seq) << "look " << look;
+  }
+  EXPECT_GT(known, 1000);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  remove_record(pid);
 }
 
 TEST(ProgressRecord, ExcludeKillsAStoppedProcessAndSaysWho) {

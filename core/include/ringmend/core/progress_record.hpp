@@ -36,6 +36,20 @@ enum class Phase : std::uint32_t {
 };
 const char* name_of(Phase phase);
 
+// The collective a process is in, as exact numbers (no hash): the element
+// (or byte) count, and the kind, type, operation and root packed by the
+// runtime. Node mates waiting in the same collective compare them: two
+// processes in the same collective number with different calls will never
+// meet (an application that called a barrier on one rank and a broadcast
+// on another), and say so at once instead of at the call's timeout.
+// All zero: not known.
+struct CallSignature {
+  std::uint64_t count = 0;
+  std::uint64_t shape = 0;
+  bool known() const { return count != 0 || shape != 0; }
+  bool operator==(const CallSignature&) const = default;
+};
+
 // CLOCK_MONOTONIC in nanoseconds: one clock for every process of a machine.
 std::uint64_t monotonic_ns();
 
@@ -56,8 +70,8 @@ class OwnRecord {
   OwnRecord& operator=(const OwnRecord&) = delete;
 
   void set_member(int member);
-  // Enters `phase` (at collective `seq`); stamps.
-  void enter(Phase phase, std::uint64_t seq);
+  // Enters `phase` (at collective `seq`, whose call is `call`); stamps.
+  void enter(Phase phase, std::uint64_t seq, CallSignature call = {});
   // Progress now (`now_ns`: monotonic_ns()).
   void stamp(std::uint64_t now_ns);
 
@@ -73,6 +87,7 @@ struct Observation {
   int member = -1;
   Phase phase = Phase::Application;
   std::uint64_t seq = 0;       // the last collective it entered
+  CallSignature call;          // ... and its call (when the process said it)
   double idle_seconds = 0;     // since its last stamp
   std::uint64_t stamp_ns = 0;  // the last stamp itself (a new one: progress)
   int excluded_by = -1;        // the member that excluded it as stuck, kByLauncher, or -1
