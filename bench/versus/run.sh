@@ -39,7 +39,8 @@ fi
 [ -x "$build/python/ringmend-python" ] ||
   { echo "versus/run.sh: $build has no ringmend-python (was it built with the torch environment?)" >&2; exit 1; }
 if [ "$publish" = 1 ]; then
-  out="$top/bench/results/published/versus$([ "$nodes" = 2 ] && echo -two-nodes)"
+  out="$top/bench/results/published/versus"
+  [ "$nodes" = 2 ] && out+=-two-nodes
   passed+=(--readme "$top/bench/README.md")
 fi
 MPIEXEC=$(sed -n 's/^MPIEXEC_EXECUTABLE:FILEPATH=//p' "$build/CMakeCache.txt")

@@ -558,8 +558,9 @@ def main():
         ap.error(f"unknown system(s) {unknown}" if unknown else "need 0 < --kill-step < --steps, 0 <= --victim < 4")
     os.makedirs(args.out, exist_ok=True)
     args.work = tempfile.mkdtemp(prefix="versus-")
+    where = machine()  # the tree the jobs run from: read before they run
     results = [run_system(args, name) for name in args.systems.split(",")]
-    report = {"machine": machine(), "versions": versions(),
+    report = {"machine": where, "versions": versions(),
               "job": {"workers": WORKERS, "nodes": args.nodes, "steps": args.steps, "kill_step": args.kill_step, "victim": args.victim,
                       "jobs_with_kill": args.jobs, "model": "examples/ddp_model.py"},
               "results": results}
