@@ -262,9 +262,10 @@ def process_gone(pid, within):
 # ------------------------------------------------------------- measures
 
 def step_time(logs, last):
-    """Median interval between the lowest rank's steps 10 to `last`."""
-    lowest = min((l for l in logs if l.steps), key=lambda l: (l.rank, -len(l.steps)))
-    t = [s[1] for s in lowest.steps if 10 <= s[0] <= last]
+    """Median interval between the lowest rank's steps 10 to `last` (in
+    the logs of every process that had that rank)."""
+    lowest = min(l.rank for l in logs if l.steps)
+    t = sorted(t for l in logs if l.rank == lowest for s, t, _ in l.steps if 10 <= s <= last)
     gaps = [b - a for a, b in zip(t, t[1:])]
     return statistics.median(gaps) if gaps else None
 
