@@ -30,6 +30,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import socket
@@ -343,7 +344,7 @@ def run_system(args, name):
         job.watch()
         logs = job.logs()
         model, loss = final_model(job)
-        record = {"kill": kill, "status": job.status, "timed_out": job.timed_out, "log": job.dir,
+        record = {"kill": kill, "status": job.status, "timed_out": job.timed_out,
                   "final_loss": loss, "steps_logged": sum(len(l.steps) for l in logs),
                   "steps_after_the_end": sum(len(l.steps) for l in late_workers(logs))}
         if logs and any(l.steps for l in logs):
@@ -473,6 +474,30 @@ def teardown_notes(results):
     return ("\nCounted, but not clean:\n" + "\n".join(notes) + "\n") if notes else ""
 
 
+def plotted_job(result):
+    """The system's job with the kill whose recovery took the median time."""
+    killed = [j for j in result["jobs"] if j["kill"] and not j["error"] and j.get("curve")]
+    killed.sort(key=lambda j: j["death_to_next_step_s"] or float("inf"))
+    return killed[len(killed) // 2] if killed else None
+
+
+def keep_plotted_curves(results):
+    """Only the plotted job's progress curve stays in the JSON (rounded to
+    0.1 ms): the others are many thousand points that say nothing more."""
+    for r in results:
+        keep = plotted_job(r)
+        for j in r["jobs"]:
+            if j is keep:
+                j["curve"] = [(round(t, 4), s) for t, s in j["curve"]]
+            else:
+                j.pop("curve", None)
+
+
+def json_text(report):
+    """Indented, with each point of a curve on one line."""
+    return re.sub(r"\[\s+(-?[0-9.e+-]+),\s+(-?[0-9]+)\s+\]", r"[\1, \2]", json.dumps(report, indent=1)) + "\n"
+
+
 def plot(results, path):
     import matplotlib
 
@@ -481,12 +506,9 @@ def plot(results, path):
 
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
     for r in results:
-        killed = [j for j in r["jobs"] if j["kill"] and not j["error"] and j.get("curve")]
-        if not killed:
+        job = plotted_job(r)
+        if not job:
             continue
-        # The job whose recovery took the median time.
-        killed.sort(key=lambda j: j["death_to_next_step_s"] or float("inf"))
-        job = killed[len(killed) // 2]
         t, s = zip(*job["curve"])
         for ax in axes:
             ax.plot(t, s, drawstyle="steps-post", label=r["system"])
@@ -565,8 +587,10 @@ def main():
               "job": {"workers": WORKERS, "nodes": args.nodes, "steps": args.steps, "kill_step": args.kill_step, "victim": args.victim,
                       "jobs_with_kill": args.jobs, "model": "examples/ddp_model.py"},
               "results": results}
+    plot(results, os.path.join(args.out, "versus.png"))
+    keep_plotted_curves(results)
     with open(os.path.join(args.out, "versus.json"), "w") as f:
-        json.dump(report, f, indent=1)
+        f.write(json_text(report))
     m, v = report["machine"], report["versions"]
     text = (f"Machine {m['host']} ({m['cpu']}, {m['cores']} cores, Linux {m['kernel']}), commit {m['commit']}, "
             f"{m['date']}; torch {v['torch']}, torchft {v['torchft']}, DLRover {v['dlrover']}. "
@@ -576,7 +600,6 @@ def main():
             "\n".join(f"- **{r['system']}**: {r['configuration']}" for r in results) + "\n" + teardown_notes(results))
     with open(os.path.join(args.out, "versus.md"), "w") as f:
         f.write(text)
-    plot(results, os.path.join(args.out, "versus.png"))
     print(text)
     if args.readme:
         into_readme(args.readme, "versus" if args.nodes == 1 else "versus-two-nodes", text, os.path.relpath(os.path.join(args.out, "versus.png"),
