@@ -22,10 +22,21 @@ void chain_broadcast_impl(Channel& ch, const std::vector<int>& ring, const Broad
   const std::size_t k = std::max<std::size_t>(1, (a.bytes + chunk_bytes - 1) / chunk_bytes);
   auto* buf = static_cast<std::byte*>(a.buffer);
 
+  // Every rank, the root too, sends its call's header right and checks the
+  // one from its left: along the whole ring, so that two ranks that both
+  // take themselves for the root (a root mismatch) meet a differing header
+  // somewhere. Without the root's check, in the ring 0 -> 2 -> 1 -> 0 with
+  // rank 1 wrongly the root, no header from rank 1 was ever compared and
+  // every rank returned, rank 1 with its own data.
   const WireHeader mine = header_of(a, AlgorithmId::ChainBroadcast);
   WireHeader theirs{};
   Piece hs{const_cast<WireHeader*>(&mine), sizeof mine}, hr{&theirs, sizeof theirs};
-  Channel::Op header_send = forwards ? ch.send(pos.right, kTagHeader, {&hs, 1}) : nullptr;
+  Channel::Op header_send = ch.send(pos.right, kTagHeader, {&hs, 1});
+  auto check_left_header = [&] {
+    std::size_t got = 0;
+    const bool complete = wait_for(ch, ch.recv(pos.left, kTagHeader, {&hr, 1}), ctx, &got) == OpState::Done;
+    check_header(mine, theirs, complete, got, pos.left);
+  };
   std::deque<Channel::Op> sends;
   auto send_chunk = [&](std::size_t c) {
     const Range r = split(a.bytes, k, c);
@@ -36,6 +47,7 @@ void chain_broadcast_impl(Channel& ch, const std::vector<int>& ring, const Broad
   ctx.on_phase(Phase::Broadcast, 0);
   if (is_root) {
     for (std::size_t c = 0; c < k; ++c) send_chunk(c);
+    check_left_header();
   } else {
     std::deque<Channel::Op> recvs;
     for (std::size_t c = 0; c < k; ++c) {
@@ -43,9 +55,8 @@ void chain_broadcast_impl(Channel& ch, const std::vector<int>& ring, const Broad
       Piece piece{buf + r.offset, r.count};
       recvs.push_back(ch.recv(pos.left, kTagData, {&piece, 1}));
     }
+    check_left_header();
     std::size_t got = 0;
-    const bool complete = wait_for(ch, ch.recv(pos.left, kTagHeader, {&hr, 1}), ctx, &got) == OpState::Done;
-    check_header(mine, theirs, complete, got, pos.left);
     for (std::size_t c = 0; c < k; ++c) {
       OpState st = wait_for(ch, recvs.front(), ctx, &got);
       recvs.pop_front();
@@ -59,8 +70,7 @@ void chain_broadcast_impl(Channel& ch, const std::vector<int>& ring, const Broad
   ctx.on_phase(Phase::End, 0);
   for (Channel::Op op : sends)
     if (wait_for(ch, op, ctx) != OpState::Done) throw Interrupted("transport: send failed");
-  if (header_send && wait_for(ch, header_send, ctx) != OpState::Done)
-    throw Interrupted("transport: send failed");
+  if (wait_for(ch, header_send, ctx) != OpState::Done) throw Interrupted("transport: send failed");
 }
 
 }  // namespace
