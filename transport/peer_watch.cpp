@@ -75,6 +75,7 @@ PeerWatch::PeerWatch(const std::vector<pid_t>& pids) : pids_(pids) {
     const std::string stat = "/proc/" + std::to_string(pids[i]) + "/stat";
     stat_fds_.push_back(::open(stat.c_str(), O_RDONLY | O_CLOEXEC));
   }
+  dying_.assign(fds_.size(), 0);
 }
 
 PeerWatch::~PeerWatch() { close_all(); }
@@ -83,6 +84,7 @@ PeerWatch::PeerWatch(PeerWatch&& other) noexcept
     : fds_(std::move(other.fds_)),
       index_(std::move(other.index_)),
       stat_fds_(std::move(other.stat_fds_)),
+      dying_(std::move(other.dying_)),
       pids_(std::move(other.pids_)),
       all_watched_(other.all_watched_) {
   other.fds_.clear();
@@ -95,6 +97,7 @@ PeerWatch& PeerWatch::operator=(PeerWatch&& other) noexcept {
     fds_ = std::move(other.fds_);
     index_ = std::move(other.index_);
     stat_fds_ = std::move(other.stat_fds_);
+    dying_ = std::move(other.dying_);
     pids_ = std::move(other.pids_);
     all_watched_ = other.all_watched_;
     other.fds_.clear();
@@ -122,23 +125,27 @@ int PeerWatch::exited() const {
   if (::poll(p, fds_.size(), 0) > 0)
     for (std::size_t i = 0; i < fds_.size(); ++i)
       if (p[i].revents) return index_[i];
-  const auto now = std::chrono::steady_clock::now();
-  if (now < next_dying_check_) return -1;
-  next_dying_check_ = now + kDyingCheckPeriod;
+  refresh_dying();
   for (std::size_t i = 0; i < fds_.size(); ++i)
-    if (dying(i)) return index_[i];
+    if (dying_[i]) return index_[i];
   return -1;
 }
 
-bool PeerWatch::dying(std::size_t position) const {
-  return stat_fds_[position] >= 0 && stat_says_killed(stat_fds_[position]);
+void PeerWatch::refresh_dying() const {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_dying_check_) return;
+  next_dying_check_ = now + kDyingCheckPeriod;
+  for (std::size_t i = 0; i < fds_.size(); ++i)
+    if (!dying_[i] && stat_fds_[i] >= 0 && stat_says_killed(stat_fds_[i])) dying_[i] = 1;
 }
 
 bool PeerWatch::has_exited(int index) const {
   for (std::size_t i = 0; i < fds_.size(); ++i)
     if (index_[i] == index) {
       pollfd p{fds_[i], POLLIN, 0};
-      return (::poll(&p, 1, 0) > 0 && p.revents != 0) || dying(i);
+      if (::poll(&p, 1, 0) > 0 && p.revents != 0) return true;
+      refresh_dying();
+      return dying_[i] != 0;
     }
   return false;
 }

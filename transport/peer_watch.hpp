@@ -49,13 +49,17 @@ class PeerWatch {
 
  private:
   void close_all();
-  // Whether the watched process at `position` is dying of a signal.
-  bool dying(std::size_t position) const;
+  // Reads which watched processes are dying of a signal, at most every
+  // kDyingCheckPeriod (a read of /proc each): exited() and has_exited()
+  // share it, so that a wait that asks after every peer costs no more.
+  void refresh_dying() const;
   std::vector<int> fds_;    // pidfd per watched process
   std::vector<int> index_;  // its index in the constructor's list
   // /proc/PID/stat of each, opened with its pidfd: it names that process,
   // not a later one given the same pid (reads fail once it is reaped).
   std::vector<int> stat_fds_;
+  // Seen dying (it stays so), by position, and when /proc is read next.
+  mutable std::vector<char> dying_;
   mutable std::chrono::steady_clock::time_point next_dying_check_{};
   std::vector<pid_t> pids_;
   bool all_watched_ = true;

@@ -296,16 +296,12 @@ void Group::progress(int timeout_ms) {
       suspect(mate_ids_.at(static_cast<std::size_t>(mates_.index_at(i - first_pidfd))), "its process exited");
   // A pidfd is readable only once the kernel released the process's
   // memory, tens of milliseconds after a SIGKILL for a large process; its
-  // death is visible in /proc at once (PeerWatch). Looked at every half
-  // millisecond at most: a read of /proc per mate.
-  const auto now = Clock::now();
-  if (now >= next_exit_check_) {
-    next_exit_check_ = now + transport::PeerWatch::kDyingCheckPeriod;
-    for (std::size_t i = 0; i < mates_.descriptors().size(); ++i) {
-      const MemberId mate = mate_ids_.at(static_cast<std::size_t>(mates_.index_at(i)));
-      if (!suspected_.count(mate) && mates_.has_exited(mates_.index_at(i)))
-        suspect(mate, "its process is dying of a signal");
-    }
+  // death shows in /proc at once (PeerWatch reads it at most every half
+  // millisecond, whoever asks).
+  for (std::size_t i = 0; i < mates_.descriptors().size(); ++i) {
+    const MemberId mate = mate_ids_.at(static_cast<std::size_t>(mates_.index_at(i)));
+    if (!suspected_.count(mate) && mates_.has_exited(mates_.index_at(i)))
+      suspect(mate, "its process is dying of a signal");
   }
   timers(Clock::now());
 }

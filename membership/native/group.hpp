@@ -194,8 +194,6 @@ class Group {
   std::deque<std::unique_ptr<ViewChange>> decided_;  // the last few views' changes, for late askers
   HeartbeatRing ring_;
   transport::PeerWatch mates_;
-  // When progress() next looks whether a mate's exit has begun (see there).
-  Clock::time_point next_exit_check_{};
   std::vector<MemberId> mate_ids_;  // by PeerWatch index
   std::set<MemberId> departed_;     // said Bye
   std::set<MemberId> suspected_;    // this view's, each reported once (a pidfd stays readable)
