@@ -164,6 +164,10 @@ run_round() {
   # With node losses a recovery without quorum must give up well within the round.
   local recovery_bound=${RINGMEND_RECOVERY_TIMEOUT:-120}
   [ "$node_loss" = 1 ] && recovery_bound=$((round_timeout / 3))
+  # The round's limit ended the job only when `timeout` says so (124, or
+  # 137 after its KILL) and the limit has passed: the launcher's own
+  # status can be 137 too (its ranks killed by SIGKILL).
+  local job_start=$SECONDS
   RINGMEND_TIMEOUT=60 RINGMEND_START_TIMEOUT=10 RINGMEND_RECOVERY_TIMEOUT=$recovery_bound \
     timeout -k 5 "$round_timeout" "${cmd[@]}" >"$dir/out" 2>&1 &
   job=$!
@@ -229,6 +233,8 @@ run_round() {
   fi
   wait "$job"
   rc=$?
+  local timed_out=0
+  { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && [ $((SECONDS - job_start)) -ge "$round_timeout" ] && timed_out=1
   wait "${killers[@]}" $sampler
   for v in "${victims[@]}"; do [ -e "$dir/killed.$v" ] && killed+=("$v"); done
   local node_text=""
@@ -252,7 +258,7 @@ run_round() {
   local problems=() survivors=() lost_for_real=() f ref="" pids watchdog=0 joiners=0 spares_lost=0
   local init_failed=0 killed_starting=0
   for v in "${killed[@]}"; do grep -q '^started' "$dir/results.$v" 2>/dev/null || killed_starting=1; done
-  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then problems+=("hang: the job ran past ${round_timeout} s"); fi
+  if [ "$timed_out" = 1 ]; then problems+=("hang: the job ran past ${round_timeout} s"); fi
   for ((v = 0; v < procs; v++)); do
     f=$dir/results.$v
     # A spare that was not needed leaves inside the Runtime's start, without
@@ -295,7 +301,8 @@ run_round() {
   for v in "${survivors[@]}"; do grep -q '^started' "$dir/results.$v" 2>/dev/null && started_any=1; done
   # Under srun, a task that dies before it has left Slurm's PMIx makes
   # Slurm end the whole step, started or not (docs/slurm.md): the launcher
-  # must say the job did not start. Slurm's cancel can also come after the
+  # must say so with exit 4 (the job did not start, or Slurm ended the
+  # step, however far the others got). Slurm's cancel can also come after the
   # survivors finished (a short job): then the job ran, and is judged so.
   local step_ended_by_slurm=0 finished_any=0
   for v in "${survivors[@]}"; do grep -q '^finished' "$dir/results.$v" 2>/dev/null && finished_any=1; done
@@ -303,9 +310,9 @@ run_round() {
     grep -qE "srun: Force Terminated|\*\*\* STEP .* CANCELLED AT" "$dir/out"; then
     step_ended_by_slurm=1 started_any=0
   fi
-  if [ "$started_any" = 0 ] && [ $((${#lost_for_real[@]} + spares_lost)) -gt 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ]; then
+  if [ "$started_any" = 0 ] && [ $((${#lost_for_real[@]} + spares_lost)) -gt 0 ] && [ "$timed_out" = 0 ]; then
     did_not_start=1
-    [ "$rc" = 4 ] && grep -q "the job did not start" "$dir/out" ||
+    [ "$rc" = 4 ] && grep -qE "the job did not start|Slurm ended the step" "$dir/out" ||
       problems+=("no survivor started, but the launcher did not say so with exit 4 (exit $rc)")
     survivors=()
   fi
@@ -361,8 +368,12 @@ run_round() {
     for seg in /dev/shm/ringmend-"$pid"-*; do
       [ -e "$seg" ] || continue
       # A powered-off node's memory is gone with it; this test bed shares
-      # /dev/shm between its nodes, so it is removed here.
-      grep -qx "${f##*.}" "$dir/on-lost-node" 2>/dev/null || problems+=("left in /dev/shm: $seg")
+      # /dev/shm between its nodes, so it is removed here. So is a segment
+      # of a step that Slurm's PMIx plugin killed whole: its SIGKILL takes
+      # every rank's launcher too, and nobody is left to remove the name
+      # (docs/slurm.md).
+      grep -qx "${f##*.}" "$dir/on-lost-node" 2>/dev/null || [ "$step_ended_by_slurm" = 1 ] ||
+        problems+=("left in /dev/shm: $seg")
       rm -f "$seg"
     done
   done

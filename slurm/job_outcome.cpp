@@ -117,4 +117,9 @@ std::optional<std::string> lost_daemon_node(std::string_view line) {
   return std::string(name);
 }
 
+bool pmix_plugin_ends_step(std::string_view line) {
+  return line.find("mpi/pmix") != std::string_view::npos &&
+         line.find("Error handler invoked") != std::string_view::npos;
+}
+
 }  // namespace ringmend::slurm

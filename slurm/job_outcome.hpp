@@ -78,6 +78,12 @@ std::optional<TakenRecord> take_record(std::string_view line);
 // "  Remote daemon: [nspace,vpid] on node NAME" this recognises): NAME.
 std::optional<std::string> lost_daemon_node(std::string_view line);
 
+// A line of srun's stderr that says Slurm's PMIx plugin is ending the step:
+// its error handler ran because a task that was still connected to srun's
+// PMIx server went away (slurmstepd's "mpi/pmix...: _errhandler: ... Error
+// handler invoked"). Slurm then kills every task of the step, started or not.
+bool pmix_plugin_ends_step(std::string_view line);
+
 // SIGSEGV and the like: the process itself went wrong (a probable bug),
 // unlike SIGKILL or SIGTERM, which come from outside.
 bool crash_signal(int sig);

@@ -219,6 +219,17 @@ std::optional<Exit> did_not_start(const Tally& t, const JudgeOptions&) {
                   "; start the job again"};
 }
 
+// Under srun, a task that dies before it has left srun's PMIx server makes
+// Slurm's PMIx plugin kill the whole step, however far the others got (they
+// may have started and run their first calls): nothing of the job is left,
+// and it can simply be rerun, as after a failed start.
+std::optional<Exit> ended_by_slurm(const Tally& t, const JudgeOptions& o) {
+  if (t.finished > 0 || !o.step_ended_by_pmix) return std::nullopt;
+  return Exit{kExitStartFailed,
+              "Slurm ended the step: a task died before it had left srun's PMIx server, and Slurm's "
+              "PMIx plugin then kills every task (docs/slurm.md); start the job again"};
+}
+
 // Without a word from ringmend's Runtime nothing says what the ranks were
 // doing (a start is told from a run by that word alone).
 std::optional<Exit> none_finished(const Tally& t, const JudgeOptions& o) {
@@ -254,6 +265,7 @@ constexpr ExitRule kExitRules[] = {
     node_lost,                 // 5: the MPI runtime ended the job with the node
     a_survivor_failed,         // N: the application's own verdict
     did_not_start,             // 4: rerun
+    ended_by_slurm,            // 4: rerun
     none_finished,             // 1, or the first status of a lost rank, or mpirun's
     lost_and_failing_on_loss,  // 3: --fail-on-loss
     finished,                  // 0

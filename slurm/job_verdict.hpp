@@ -18,6 +18,7 @@ struct JudgeOptions {
   double job_end = 0;                     // when mpirun exited (0: unknown)
   std::vector<std::string> member_hosts;  // the node each member was placed on (empty: unknown)
   std::vector<std::string> lost_nodes;    // nodes whose MPI daemon was lost (lost_daemon_node)
+  bool step_ended_by_pmix = false;        // Slurm's PMIx plugin ended the step (pmix_plugin_ends_step)
 };
 struct Verdict {
   int exit_status = 0;

@@ -81,6 +81,10 @@ class StderrWatch {
     if (auto node = lost_daemon_node(line);
         node && std::find(lost_nodes.begin(), lost_nodes.end(), *node) == lost_nodes.end())
       lost_nodes.push_back(*node);
+    if (srun_ && pmix_plugin_ends_step(line)) {
+      step_ended_by_pmix = true;
+      over(0);
+    }
     if (srun_ && (line.find("srun: Force Terminated") != std::string_view::npos ||
                   (line.find("*** STEP ") != std::string_view::npos &&
                    line.find(" CANCELLED AT ") != std::string_view::npos)))
@@ -110,6 +114,7 @@ class StderrWatch {
 
   std::vector<RankRecord> records;
   std::vector<std::string> lost_nodes;
+  bool step_ended_by_pmix = false;  // pmix_plugin_ends_step: Slurm kills every task
 
  private:
   static constexpr double kSrunGraceSeconds = 10;
@@ -176,6 +181,7 @@ int supervise(const Job& job) {
   j.job_end = wall_seconds();
   j.member_hosts = job.member_hosts;
   j.lost_nodes = watch.lost_nodes;
+  j.step_ended_by_pmix = watch.step_ended_by_pmix;
   const Verdict v = judge(std::move(watch.records), j);
   std::fflush(stdout);
   for (std::size_t i = 0; i < v.lines.size(); ++i)

@@ -1,12 +1,13 @@
 // Rank records and the verdict over a job (slurm/job_outcome.hpp).
 #include "slurm/job_outcome.hpp"
-#include "slurm/job_verdict.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <string>
 #include <vector>
+
+#include "slurm/job_verdict.hpp"
 
 namespace ringmend::slurm {
 namespace {
@@ -158,9 +159,9 @@ TEST(Judge, MembersExcludedAsStuckAreNamed) {
   const std::string text = all(v);
   EXPECT_NE(text.find("2 finished normally, 2 lost (2 of them excluded as stuck)"), std::string::npos)
       << text;
-  EXPECT_NE(
-      text.find("member 2 on node1: excluded as stuck (no progress for 60.2 s while member 0 waited for it) and killed"),
-      std::string::npos)
+  EXPECT_NE(text.find("member 2 on node1: excluded as stuck (no progress for 60.2 s while member 0 waited "
+                      "for it) and killed"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("member 3 on node1: excluded as stuck (no progress for 61.0 s) by its launcher"),
             std::string::npos)
@@ -180,11 +181,13 @@ TEST(Judge, StragglersAreNamed) {
   EXPECT_NE(text.find("3 finished normally, 1 released (1 as a straggler), 0 lost"), std::string::npos)
       << text;
   EXPECT_NE(
-      text.find("member 2 on node1: released as a straggler (the others waited for it up to 61% of their time)"),
+      text.find(
+          "member 2 on node1: released as a straggler (the others waited for it up to 61% of their time)"),
       std::string::npos)
       << text;
-  EXPECT_NE(text.find("member 3 on node1: a straggler (the others waited for it up to 30% of their time), kept"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("member 3 on node1: a straggler (the others waited for it up to 30% of their time), kept"),
+      std::string::npos)
       << text;
 }
 
@@ -331,6 +334,29 @@ TEST(Judge, AnMpiInitThatFailedAfterAPeersDeathIsALossOfTheJobThatWentOn) {
   const Verdict alone = judge({records[0], records[1], finished(2, 0, 3, 1), records[3]}, started(4));
   EXPECT_EQ(alone.exit_status, 0) << all(alone);
   EXPECT_EQ(all(alone).find("can make MPI_Init fail on others"), std::string::npos) << all(alone);
+}
+
+TEST(Judge, AStepSlurmsPmixPluginEndedIsARerunHoweverFarTheOthersGot) {
+  // slurmstepd's line when a task still connected to srun's PMIx server dies.
+  EXPECT_TRUE(pmix_plugin_ends_step(
+      "slurmstepd-n3: error:  mpi/pmix_v4: _errhandler: n3 [2]: pmixp_client_v2.c:211: Error handler "
+      "invoked: status = -61, source = [slurm.pmix.43.0:5]"));
+  EXPECT_FALSE(
+      pmix_plugin_ends_step("slurmstepd-n1: error: *** STEP 43.0 ON n1 CANCELLED AT 2026-12-01 ***"));
+  // Member 2 died inside srun's PMIx; the others had started (and run their
+  // first calls) when Slurm killed them all.
+  const std::vector<RankRecord> records = {rank(0, RankRecord::End::Signaled, SIGKILL, "runtime=1 started=1"),
+                                           rank(1, RankRecord::End::Signaled, SIGKILL, "runtime=1 started=1"),
+                                           rank(2, RankRecord::End::Signaled, SIGKILL, "runtime=1")};
+  JudgeOptions o = started(3);
+  EXPECT_NE(judge(records, o).exit_status, kExitStartFailed) << all(judge(records, o));
+  o.step_ended_by_pmix = true;
+  const Verdict v = judge(records, o);
+  EXPECT_EQ(v.exit_status, kExitStartFailed) << all(v);
+  EXPECT_NE(all(v).find("Slurm ended the step"), std::string::npos) << all(v);
+  // A rank that finished first makes it a job that ran: judged as such.
+  const Verdict ran = judge({finished(0, 0, 3), records[1], records[2]}, o);
+  EXPECT_EQ(ran.exit_status, 0) << all(ran);
 }
 
 TEST(Judge, AProgramWithoutTheRuntimeIsNotTakenForAFailedStart) {
