@@ -81,11 +81,8 @@ class StderrWatch {
     if (auto node = lost_daemon_node(line);
         node && std::find(lost_nodes.begin(), lost_nodes.end(), *node) == lost_nodes.end())
       lost_nodes.push_back(*node);
-    if (srun_ && pmix_plugin_ends_step(line)) {
-      step_ended_by_pmix = true;
-      over(0);
-    }
-    if (srun_ && (line.find("srun: Force Terminated") != std::string_view::npos ||
+    if (srun_ && pmix_plugin_ends_step(line)) step_ended_by_pmix = true;
+    if (srun_ && (step_ended_by_pmix || line.find("srun: Force Terminated") != std::string_view::npos ||
                   (line.find("*** STEP ") != std::string_view::npos &&
                    line.find(" CANCELLED AT ") != std::string_view::npos)))
       over(0);

@@ -1,13 +1,12 @@
 // Rank records and the verdict over a job (slurm/job_outcome.hpp).
 #include "slurm/job_outcome.hpp"
+#include "slurm/job_verdict.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <string>
 #include <vector>
-
-#include "slurm/job_verdict.hpp"
 
 namespace ringmend::slurm {
 namespace {
@@ -159,9 +158,9 @@ TEST(Judge, MembersExcludedAsStuckAreNamed) {
   const std::string text = all(v);
   EXPECT_NE(text.find("2 finished normally, 2 lost (2 of them excluded as stuck)"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("member 2 on node1: excluded as stuck (no progress for 60.2 s while member 0 waited "
-                      "for it) and killed"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("member 2 on node1: excluded as stuck (no progress for 60.2 s while member 0 waited for it) and killed"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("member 3 on node1: excluded as stuck (no progress for 61.0 s) by its launcher"),
             std::string::npos)
@@ -181,13 +180,11 @@ TEST(Judge, StragglersAreNamed) {
   EXPECT_NE(text.find("3 finished normally, 1 released (1 as a straggler), 0 lost"), std::string::npos)
       << text;
   EXPECT_NE(
-      text.find(
-          "member 2 on node1: released as a straggler (the others waited for it up to 61% of their time)"),
+      text.find("member 2 on node1: released as a straggler (the others waited for it up to 61% of their time)"),
       std::string::npos)
       << text;
-  EXPECT_NE(
-      text.find("member 3 on node1: a straggler (the others waited for it up to 30% of their time), kept"),
-      std::string::npos)
+  EXPECT_NE(text.find("member 3 on node1: a straggler (the others waited for it up to 30% of their time), kept"),
+            std::string::npos)
       << text;
 }
 
