@@ -264,8 +264,8 @@ std::optional<Exit> finished(const Tally& t, const JudgeOptions&) {
 constexpr ExitRule kExitRules[] = {
     node_lost,                 // 5: the MPI runtime ended the job with the node
     a_survivor_failed,         // N: the application's own verdict
+    ended_by_slurm,            // 4: rerun (before did_not_start: under srun no MPI was starting)
     did_not_start,             // 4: rerun
-    ended_by_slurm,            // 4: rerun
     none_finished,             // 1, or the first status of a lost rank, or mpirun's
     lost_and_failing_on_loss,  // 3: --fail-on-loss
     finished,                  // 0

@@ -356,6 +356,23 @@ TEST(Judge, AStepSlurmsPmixPluginEndedIsARerunHoweverFarTheOthersGot) {
   EXPECT_EQ(ran.exit_status, 0) << all(ran);
 }
 
+TEST(Judge, AStepSlurmsPmixPluginEndedBeforeAnyStartIsWordedAsSlurmsEnd) {
+  // Every task killed by Slurm before any had started: no MPI was starting
+  // (srun), so the words are Slurm's end of the step, not MPI's start.
+  const std::vector<RankRecord> records = {rank(0, RankRecord::End::Signaled, SIGKILL, "runtime=1"),
+                                           rank(1, RankRecord::End::Signaled, SIGKILL, "runtime=1"),
+                                           rank(2, RankRecord::End::Signaled, SIGKILL, "runtime=1")};
+  JudgeOptions o = started(3);
+  const Verdict mpi = judge(records, o);
+  EXPECT_EQ(mpi.exit_status, kExitStartFailed) << all(mpi);
+  EXPECT_NE(all(mpi).find("while MPI started"), std::string::npos) << all(mpi);
+  o.step_ended_by_pmix = true;
+  const Verdict v = judge(records, o);
+  EXPECT_EQ(v.exit_status, kExitStartFailed) << all(v);
+  EXPECT_NE(all(v).find("Slurm ended the step"), std::string::npos) << all(v);
+  EXPECT_EQ(all(v).find("while MPI started"), std::string::npos) << all(v);
+}
+
 TEST(Judge, AProgramWithoutTheRuntimeIsNotTakenForAFailedStart) {
   // Plain MPI under ringmend-run: mpirun ended every rank after one died.
   // Nothing says that MPI was starting; the ranks are simply lost.
