@@ -22,6 +22,8 @@ const char* to_string(Errc code) {
       return "released from the job";
     case Errc::SizeChanged:
       return "group size changed during the call";
+    case Errc::MemberLost:
+      return "a member of the subgroup was lost";
   }
   return "unknown error";
 }

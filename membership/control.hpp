@@ -85,6 +85,15 @@ class Control {
   };
   virtual std::optional<Shrunk> shrink(std::string& error) = 0;
 
+  // A control group of some of this group's `ranks`, in the order given
+  // (this process one of them), made by those ranks only: a subgroup's
+  // (runtime/subgroup.hpp). `tag` is the same on each of them and tells
+  // apart the subsets they make. Nothing when it cannot be made (a member
+  // failed, or the backend has no subsets): `error` says why.
+  virtual std::unique_ptr<Control> subset(const std::vector<int>& ranks, int tag, std::string& error) = 0;
+  // Why this backend makes no subsets, or null when it does.
+  virtual const char* subsets_unsupported() const { return nullptr; }
+
   // The rank (in this group) of the first rank on this process's node;
   // nothing when the backend cannot tell.
   virtual std::optional<int> node_key() = 0;

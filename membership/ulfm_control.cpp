@@ -70,6 +70,25 @@ std::optional<Control::Shrunk> UlfmControl::shrink(std::string& error) {
   return out;
 }
 
+// MPI_Comm_create_group: collective over the subset only (the other ranks
+// of this communicator may be anywhere), and it fails, rather than waits,
+// when one of them died (ULFM).
+std::unique_ptr<Control> UlfmControl::subset(const std::vector<int>& ranks, int tag, std::string& error) {
+  ulfm::GroupHandle all, some;
+  MPI_Comm_group(comm(), all.out());
+  if (int rc = MPI_Group_incl(all.get(), static_cast<int>(ranks.size()), ranks.data(), some.out());
+      rc != MPI_SUCCESS) {
+    error = "MPI_Group_incl: " + ulfm::error_string(rc);
+    return nullptr;
+  }
+  MPI_Comm made = MPI_COMM_NULL;
+  if (int rc = MPI_Comm_create_group(comm(), some.get(), tag, &made); rc != MPI_SUCCESS) {
+    error = "MPI_Comm_create_group: " + ulfm::error_string(rc);
+    return nullptr;
+  }
+  return std::make_unique<UlfmControl>(ulfm::CommHandle(made));
+}
+
 // Ranks sharing a node, from MPI (not from host names, which two "nodes" of
 // one machine may share). MPI_Comm_split_type makes a communicator, which
 // costs collectives on a context id among all ranks: only a first epoch and

@@ -62,6 +62,8 @@ int status_of(ringmend::Errc e) {
       return RINGMEND_ERR_RELEASED;
     case ringmend::Errc::SizeChanged:
       return RINGMEND_ERR_SIZE_CHANGED;
+    case ringmend::Errc::MemberLost:
+      return RINGMEND_ERR_MEMBER_LOST;
   }
   return RINGMEND_ERR_INTERNAL;
 }
@@ -166,6 +168,33 @@ int ringmend_allreduce(ringmend_comm* comm, const void* input, void* output, siz
 int ringmend_broadcast(ringmend_comm* comm, void* buffer, size_t bytes, int root, ringmend_result* result) {
   if (!check_comm(comm)) return RINGMEND_ERR_INVALID_ARGUMENT;
   return guarded([&] { fill(comm, cxx(comm).broadcast(buffer, bytes, root), result); });
+}
+
+int ringmend_comm_split(ringmend_comm* comm, int color, int key, ringmend_comm** out) {
+  if (!check_comm(comm) || !out) return RINGMEND_ERR_INVALID_ARGUMENT;
+  *out = nullptr;
+  return guarded([&] { *out = reinterpret_cast<ringmend_comm*>(cxx(comm).split(color, key).release()); });
+}
+
+int ringmend_comm_group(ringmend_comm* comm, const int* ranks, int num_ranks, ringmend_comm** out) {
+  if (!check_comm(comm) || !out || num_ranks <= 0 || !ranks) return RINGMEND_ERR_INVALID_ARGUMENT;
+  *out = nullptr;
+  return guarded([&] {
+    const std::span<const int> listed(ranks, static_cast<std::size_t>(num_ranks));
+    *out = reinterpret_cast<ringmend_comm*>(cxx(comm).group(listed).release());
+  });
+}
+
+int ringmend_comm_free(ringmend_comm** comm) {
+  if (!comm || !*comm) return RINGMEND_ERR_INVALID_ARGUMENT;
+  if (!cxx(*comm).is_subgroup()) {
+    last_error = "ringmend_comm_free: the world communicator belongs to its runtime (ringmend_finalize)";
+    return RINGMEND_ERR_INVALID_ARGUMENT;
+  }
+  return guarded([&] {
+    delete &cxx(*comm);
+    *comm = nullptr;
+  });
 }
 
 int ringmend_barrier(ringmend_comm* comm, ringmend_result* result) {

@@ -46,6 +46,10 @@ std::vector<int> slots_of(const membership::Epoch& e) {
 // ------------------------------------------------------------- collectives
 
 std::string Communicator::Impl::validate(const CollectiveCall& c) const {
+  return validate_call(c, view_.rank, view_.size);
+}
+
+std::string validate_call(const CollectiveCall& c, int rank, int size) {
   // Built only when needed: validation runs on every call, also the 4-byte ones.
   struct At {
     const CollectiveCall& c;
@@ -55,7 +59,7 @@ std::string Communicator::Impl::validate(const CollectiveCall& c) const {
     }
     std::string operator+(const std::string& rest) const { return std::string(*this) + rest; }
     std::string operator+(const char* rest) const { return std::string(*this) + rest; }
-  } at{c, view_.rank};
+  } at{c, rank};
   if (c.kind == coll::CollectiveKind::Allreduce) {
     if (!is_valid(c.type)) return at + "unsupported data type " + std::to_string(static_cast<int>(c.type));
     if (!is_valid(c.op)) return at + "unsupported reduction " + std::to_string(static_cast<int>(c.op));
@@ -73,10 +77,9 @@ std::string Communicator::Impl::validate(const CollectiveCall& c) const {
       return at + "null buffer with count " + std::to_string(c.count);
     if (c.count > 0 && (is_gpu_pointer(c.input) || is_gpu_pointer(c.output)))
       return at + "a buffer is GPU memory; allgather takes host memory (GPU buffers: allreduce)";
-    if (c.output_bytes < c.result_bytes(view_.size))
-      return at + "the output holds " + std::to_string(c.output_bytes) + " bytes; " +
-             std::to_string(view_.size) + " ranks x " + std::to_string(c.bytes()) + " bytes need " +
-             std::to_string(c.result_bytes(view_.size));
+    if (c.output_bytes < c.result_bytes(size))
+      return at + "the output holds " + std::to_string(c.output_bytes) + " bytes; " + std::to_string(size) +
+             " ranks x " + std::to_string(c.bytes()) + " bytes need " + std::to_string(c.result_bytes(size));
   } else if (c.kind == coll::CollectiveKind::ReduceScatter) {
     if (!is_valid(c.type)) return at + "unsupported data type " + std::to_string(static_cast<int>(c.type));
     if (!is_valid(c.op)) return at + "unsupported reduction " + std::to_string(static_cast<int>(c.op));
@@ -86,12 +89,12 @@ std::string Communicator::Impl::validate(const CollectiveCall& c) const {
       return at + "a buffer is GPU memory; reduce_scatter takes host memory (GPU buffers: allreduce)";
     const auto* in = static_cast<const std::byte*>(c.input);
     const auto* out = static_cast<const std::byte*>(c.output);
-    if (c.count > 0 && in < out + c.bytes() && out < in + c.bytes() * static_cast<std::size_t>(view_.size))
+    if (c.count > 0 && in < out + c.bytes() && out < in + c.bytes() * static_cast<std::size_t>(size))
       return at + "the output overlaps the input (a re-run after a failure reads the input again)";
   } else {
-    if (c.root < 0 || c.root >= view_.size)
+    if (c.root < 0 || c.root >= size)
       return at + "root " + std::to_string(c.root) + " is not a rank of this communicator (size " +
-             std::to_string(view_.size) + ")";
+             std::to_string(size) + ")";
     if (c.count > 0 && c.output == nullptr)
       return at + "null buffer with " + std::to_string(c.count) + " bytes";
     if (c.count > 0 && is_gpu_pointer(c.output))

@@ -13,6 +13,7 @@
 #include "ringmend/core/outcome.hpp"
 #include "runtime/communicator_impl.hpp"
 #include "runtime/request.hpp"
+#include "runtime/subgroup.hpp"
 
 namespace ringmend {
 // ------------------------------------------------------------- the facade
@@ -54,22 +55,44 @@ auto guarded(F&& f) -> decltype(f()) {
 
 }  // namespace
 
-Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Communicator::~Communicator() = default;
-int Communicator::rank() const { return impl_->view_copy().rank; }
-int Communicator::size() const { return impl_->view_copy().size; }
-std::uint64_t Communicator::epoch() const { return impl_->view_copy().number; }
-int Communicator::member_id() const { return impl_->view_copy().my_id; }
-std::vector<int> Communicator::member_ids() const { return impl_->view_copy().members; }
-std::uint64_t Communicator::collectives_called() const { return impl_->seq; }
+Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)), world_(impl_.get()) {}
+Communicator::Communicator(Impl& world, std::shared_ptr<Subgroup> subgroup)
+    : world_(&world), subgroup_(std::move(subgroup)) {}
+Communicator::~Communicator() {
+  // A subgroup is let go where the calls run (its last queued call may
+  // hold it), unless the world has ended (nothing runs any more).
+  if (subgroup_ && !subgroup_->world_gone()) world_->serially([&] { subgroup_.reset(); });
+}
+
+Communicator::Impl& Communicator::world_only(const char* what) const {
+  if (subgroup_)
+    throw Error(Errc::InvalidArgument,
+                std::string(what) + " is a call of the world communicator; a subgroup does not take it");
+  return *impl_;
+}
+
+int Communicator::rank() const { return subgroup_ ? subgroup_->rank() : impl_->view_copy().rank; }
+int Communicator::size() const { return subgroup_ ? subgroup_->size() : impl_->view_copy().size; }
+std::uint64_t Communicator::epoch() const {
+  return subgroup_ ? subgroup_->world_epoch() : impl_->view_copy().number;
+}
+int Communicator::member_id() const { return world_->view_copy().my_id; }
+std::vector<int> Communicator::member_ids() const {
+  return subgroup_ ? std::vector<int>(subgroup_->members().begin(), subgroup_->members().end())
+                   : impl_->view_copy().members;
+}
+std::uint64_t Communicator::collectives_called() const {
+  return subgroup_ ? subgroup_->calls() : impl_->seq.load();
+}
+
+CollectiveResult Communicator::run_call(const CollectiveCall& call) {
+  return world_->serially(
+      [&] { return guarded([&] { return subgroup_ ? subgroup_->call(call) : world_->call(call); }); });
+}
 
 CollectiveResult Communicator::allreduce(const void* input, void* output, std::size_t count, DataType type,
                                          ReduceOp op) {
-  return impl_->serially([&] {
-    return guarded([&] {
-      return impl_->call({coll::CollectiveKind::Allreduce, input, output, count, type, op, -1});
-    });
-  });
+  return run_call({coll::CollectiveKind::Allreduce, input, output, count, type, op, -1});
 }
 
 CollectiveResult Communicator::allreduce(void* inout, std::size_t count, DataType type, ReduceOp op) {
@@ -78,14 +101,10 @@ CollectiveResult Communicator::allreduce(void* inout, std::size_t count, DataTyp
 
 CollectiveResult Communicator::allreduce(const void* input, void* output, std::size_t count, DataType type,
                                          ReduceOp op, const Placement& where) {
-  return impl_->serially([&] {
-    return guarded([&] {
-      CollectiveCall call{coll::CollectiveKind::Allreduce, input, output, count, type, op, -1};
-      call.memory = where.memory;
-      call.cuda_stream = where.cuda_stream;
-      return impl_->call(call);
-    });
-  });
+  CollectiveCall call{coll::CollectiveKind::Allreduce, input, output, count, type, op, -1};
+  call.memory = where.memory;
+  call.cuda_stream = where.cuda_stream;
+  return run_call(call);
 }
 
 CollectiveResult Communicator::allreduce(void* inout, std::size_t count, DataType type, ReduceOp op,
@@ -94,12 +113,8 @@ CollectiveResult Communicator::allreduce(void* inout, std::size_t count, DataTyp
 }
 
 CollectiveResult Communicator::broadcast(void* buffer, std::size_t bytes, int root) {
-  return impl_->serially([&] {
-    return guarded([&] {
-      return impl_->call(
-          {coll::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32, ReduceOp::Sum, root});
-    });
-  });
+  return run_call(
+      {coll::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32, ReduceOp::Sum, root});
 }
 
 namespace {
@@ -115,18 +130,12 @@ CollectiveCall allgather_call(const void* input, std::size_t count, DataType typ
 
 CollectiveResult Communicator::allgather(const void* input, std::size_t count, DataType type, void* output,
                                          std::size_t output_count) {
-  return impl_->serially([&] {
-    return guarded([&] { return impl_->call(allgather_call(input, count, type, output, output_count)); });
-  });
+  return run_call(allgather_call(input, count, type, output, output_count));
 }
 
 CollectiveResult Communicator::reduce_scatter(const void* input, void* output, std::size_t count,
                                               DataType type, ReduceOp op) {
-  return impl_->serially([&] {
-    return guarded([&] {
-      return impl_->call({coll::CollectiveKind::ReduceScatter, input, output, count, type, op, -1});
-    });
-  });
+  return run_call({coll::CollectiveKind::ReduceScatter, input, output, count, type, op, -1});
 }
 
 CollectiveResult Communicator::barrier() {
@@ -157,11 +166,14 @@ Request queued(Communicator::Impl& impl, F call) {
 
 }  // namespace
 
+Request Communicator::queue_call(const CollectiveCall& call) {
+  if (subgroup_) return queued(*world_, [sub = subgroup_, call] { return sub->call(call); });
+  return queued(*world_, [impl = world_, call] { return impl->call(call); });
+}
+
 Request Communicator::iallreduce(const void* input, void* output, std::size_t count, DataType type,
                                  ReduceOp op) {
-  return queued(*impl_, [impl = impl_.get(), input, output, count, type, op] {
-    return impl->call({coll::CollectiveKind::Allreduce, input, output, count, type, op, -1});
-  });
+  return queue_call({coll::CollectiveKind::Allreduce, input, output, count, type, op, -1});
 }
 
 Request Communicator::iallreduce(void* inout, std::size_t count, DataType type, ReduceOp op) {
@@ -169,51 +181,49 @@ Request Communicator::iallreduce(void* inout, std::size_t count, DataType type, 
 }
 
 Request Communicator::ibroadcast(void* buffer, std::size_t bytes, int root) {
-  return queued(*impl_, [impl = impl_.get(), buffer, bytes, root] {
-    return impl->call(
-        {coll::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32, ReduceOp::Sum, root});
-  });
+  return queue_call(
+      {coll::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32, ReduceOp::Sum, root});
 }
 
 Request Communicator::ibroadcast_from_member(void* buffer, std::size_t bytes, int root_member) {
-  return queued(*impl_, [impl = impl_.get(), buffer, bytes, root_member] {
+  return queued(*world_, [impl = world_, sub = subgroup_, buffer, bytes, root_member] {
     // The view is the same on every member between calls: all find the
     // root at the same rank, or all fail alike.
-    const std::vector<int>& members = impl->view().members;
+    const std::vector<int> members =
+        sub ? std::vector<int>(sub->members().begin(), sub->members().end()) : impl->view().members;
     const auto it = std::find(members.begin(), members.end(), root_member);
     if (it == members.end())
       throw Error(Errc::RootLost, "broadcast: its root, member " + std::to_string(root_member) +
                                       ", is not a member (lost before the call ran, or never was)");
     const int root = static_cast<int>(it - members.begin());
-    return impl->call(
-        {coll::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32, ReduceOp::Sum, root});
+    const CollectiveCall call{
+        coll::CollectiveKind::Broadcast, buffer, buffer, bytes, DataType::Int32, ReduceOp::Sum, root};
+    return sub ? sub->call(call) : impl->call(call);
   });
 }
 
 Request Communicator::iallgather(const void* input, std::size_t count, DataType type, void* output,
                                  std::size_t output_count) {
-  return queued(*impl_,
-                [impl = impl_.get(), call = allgather_call(input, count, type, output, output_count)] {
-                  return impl->call(call);
-                });
+  return queue_call(allgather_call(input, count, type, output, output_count));
 }
 
 Request Communicator::ireduce_scatter(const void* input, void* output, std::size_t count, DataType type,
                                       ReduceOp op) {
-  return queued(*impl_, [impl = impl_.get(), input, output, count, type, op] {
-    return impl->call({coll::CollectiveKind::ReduceScatter, input, output, count, type, op, -1});
-  });
+  return queue_call({coll::CollectiveKind::ReduceScatter, input, output, count, type, op, -1});
 }
 
 Request Communicator::ibarrier() {
   // The two words live in the queued call itself.
-  return queued(*impl_, [impl = impl_.get(), words = std::array<std::int64_t, 2>{1, 0}]() mutable {
-    return impl->call(
-        {coll::CollectiveKind::Allreduce, &words[0], &words[1], 1, DataType::Int64, ReduceOp::Sum, -1});
+  auto words = std::make_shared<std::array<std::int64_t, 2>>(std::array<std::int64_t, 2>{1, 0});
+  const CollectiveCall call{
+      coll::CollectiveKind::Allreduce, &(*words)[0], &(*words)[1], 1, DataType::Int64, ReduceOp::Sum, -1};
+  return queued(*world_, [impl = world_, sub = subgroup_, words, call] {
+    return sub ? sub->call(call) : impl->call(call);
   });
 }
 
 int Communicator::on_membership_change(std::function<void(const MembershipChange&)> callback) {
+  world_only("on_membership_change");
   return impl_->serially([&] {
     const int id = impl_->next_callback_id++;
     impl_->callbacks.emplace(id, std::move(callback));
@@ -222,29 +232,35 @@ int Communicator::on_membership_change(std::function<void(const MembershipChange
 }
 
 void Communicator::remove_membership_callback(int id) {
+  world_only("remove_membership_callback");
   impl_->serially([&] { impl_->callbacks.erase(id); });
 }
 
 void Communicator::register_state(const std::string& name, void* data, std::size_t bytes) {
+  world_only("register_state");
   impl_->serially([&] { guarded([&] { impl_->state.add(name, data, bytes); }); });
 }
 
 void Communicator::register_state(const std::string& name, std::function<std::vector<std::byte>()> save,
                                   std::function<void(std::span<const std::byte>)> load) {
+  world_only("register_state");
   impl_->serially([&] { guarded([&] { impl_->state.add(name, std::move(save), std::move(load)); }); });
 }
 
 bool Communicator::unregister_state(const std::string& name) {
+  world_only("unregister_state");
   return impl_->serially([&] { return impl_->state.remove(name); });
 }
-bool Communicator::joined() const { return impl_->joined; }
-bool Communicator::left() const { return impl_->left; }
+bool Communicator::joined() const { return world_->joined; }
+bool Communicator::left() const { return world_->left; }
 
 CollectiveResult Communicator::grow(int count) {
+  world_only("grow");
   return impl_->serially([&] { return guarded([&] { return impl_->grow(count); }); });
 }
 
 CollectiveResult Communicator::release(std::span<const int> ranks) {
+  world_only("release");
   std::string what = "release(ranks";
   for (std::size_t i = 0; i < ranks.size() && i < 8; ++i) what += (i ? ", " : " ") + std::to_string(ranks[i]);
   what += ranks.size() > 8 ? ", ...)" : ")";
@@ -252,6 +268,7 @@ CollectiveResult Communicator::release(std::span<const int> ranks) {
 }
 
 CollectiveResult Communicator::release_last(int count) {
+  world_only("release_last");
   return impl_->serially([&] {
     return guarded([&] {
       const std::string what = "release_last(" + std::to_string(count) + ")";

@@ -4,6 +4,7 @@
 // path is in call_path.cpp, the recovery in recovery.cpp, admission and
 // resizing in admission.cpp and resize.cpp.
 #include "runtime/communicator_impl.hpp"
+#include "runtime/subgroup.hpp"
 
 #include <algorithm>
 #include <array>
@@ -166,10 +167,13 @@ void Communicator::Impl::build_first_epoch(MPI_Comm parent, membership::Start st
 
 Communicator::Impl::~Impl() {
   stop_queue();  // its calls use everything below
+  for (const auto& weak : subgroups)
+    if (auto sub = weak.lock()) subgroup_epochs_.push_back(sub->take_epoch());
   gpu_.reset();  // NCCL aborted before the channels and MPI go
   epoch_.reset();
   attempt_.reset();
   retired_.clear();
+  subgroup_epochs_.clear();
 }
 
 // The steps of set-up and recovery, for developers (RINGMEND_LOG=debug).

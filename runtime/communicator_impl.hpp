@@ -86,6 +86,10 @@ struct CollectiveCall {
   }
 };
 
+// What is wrong with `call` on rank `rank` of `size` ranks (empty: nothing),
+// before it runs: the same checks on every communicator.
+std::string validate_call(const CollectiveCall& call, int rank, int size);
+
 // The GPU side of a communicator (runtime/device_call.cpp).
 namespace gpu {
 class Event;
@@ -213,6 +217,30 @@ struct Communicator::Impl final : transport::WaitContext {
   // epoch stood (died during start-up). Nobody's membership callback can
   // hear of them: none is registered before the constructor returns.
   const std::vector<membership::MemberId>& lost_at_start() const { return lost_at_start_; }
+
+  // What a subgroup (subgroup.hpp), a view of this communicator's
+  // membership, uses of it, on the thread that runs the calls.
+  const membership::Epoch& epoch() const { return *epoch_; }
+  membership::EpochBuilder& epoch_builder() { return builder_; }
+  const Settings& settings() const { return settings_; }
+  HangDetector& hang_detector() { return hang_; }
+  coll::Tuning tuning() { return {settings_.small_bytes, settings_.chunk_bytes, &pipeline_tuner_}; }
+  // A subgroup's epoch, kept until this communicator ends (its quiesce()
+  // has met every member): a node mate or a remote peer may still be
+  // reading the last call's data from it when the subgroup is destroyed.
+  void keep_until_end(std::unique_ptr<membership::Epoch> e) { subgroup_epochs_.push_back(std::move(e)); }
+  // Every subgroup made of this communicator: those still alive when it
+  // ends hand it their epochs, closed with its own (before MPI and UCX go).
+  std::vector<std::weak_ptr<Subgroup>> subgroups;
+  // How many subgroups this process made of each list of members (their
+  // number tells apart the control groups of the same members).
+  std::map<std::vector<membership::MemberId>, int> subgroups_made;
+  std::uint64_t splits_made = 0;  // Communicator::split calls (the same on every member)
+  // The epoch's UCX worker is in use (transport::UcxContext::epoch_in_use).
+  void ucx_in_use() { ucx_.epoch_in_use(); }
+  // Expires when this communicator ends: what a subgroup that outlives it
+  // looks at before it touches it.
+  std::shared_ptr<void> alive = std::make_shared<int>(0);
 
  private:
   struct RecoveryOutcome {
@@ -398,7 +426,6 @@ struct Communicator::Impl final : transport::WaitContext {
   // survivors' states allow the interrupted collective to be completed.
   membership::MemberInfo my_state(std::uint64_t call_seq) const;
   static std::string catch_up_impossible(const std::vector<membership::MemberInfo>& states);
-  coll::Tuning tuning() { return {settings_.small_bytes, settings_.chunk_bytes, &pipeline_tuner_}; }
   void log(const std::string& message) const;
 
   Settings settings_;
@@ -440,6 +467,7 @@ struct Communicator::Impl final : transport::WaitContext {
   // Epochs left after a failure: their UCX workers keep listening until the
   // next epoch is agreed (see transport::Fabric::retire).
   std::vector<std::unique_ptr<membership::Epoch>> retired_;
+  std::vector<std::unique_ptr<membership::Epoch>> subgroup_epochs_;  // keep_until_end()
   // Results are computed into scratch_[seq % 2] and kept there until the
   // collective after next, so a survivor that finished a collective can hand
   // its result to one that did not (see docs/recovery.md).

@@ -53,11 +53,15 @@ void HangDetector::enter(progress::Phase phase, std::uint64_t seq, progress::Cal
   waiting_since_ns_ = next_call_look_ns_ = 0;
 }
 
-void HangDetector::waiting(std::uint64_t now_ns, std::uint64_t seq, const membership::Epoch& e) {
+void HangDetector::progressing(std::uint64_t now_ns) {
   if (record_ && now_ns - last_stamp_ns_ >= kStampEveryNs) {
     record_->stamp(now_ns);
     last_stamp_ns_ = now_ns;
   }
+}
+
+void HangDetector::waiting(std::uint64_t now_ns, std::uint64_t seq, const membership::Epoch& e) {
+  progressing(now_ns);
   if (record_ && call_.known() && now_ns >= next_call_look_ns_) {
     const bool first = next_call_look_ns_ == 0;
     next_call_look_ns_ = now_ns + (first ? kCallLookAfterNs : kCallLookEveryNs);

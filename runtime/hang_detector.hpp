@@ -57,6 +57,11 @@ class HangDetector {
   // when one made another call (they would wait for each other until the
   // call's timeout).
   void waiting(std::uint64_t now_ns, std::uint64_t seq, const membership::Epoch& e);
+  // Polled by the waits of a subgroup's calls (runtime/subgroup.hpp): the
+  // record is stamped, so that node mates waiting in the world's calls see
+  // this member progress; nobody is judged (the node's other members may
+  // be in other calls, rightly).
+  void progressing(std::uint64_t now_ns);
   static constexpr std::uint64_t kCallLookAfterNs = 50'000'000, kCallLookEveryNs = 100'000'000;
 
   // The processes of this node in epoch `e` (for fence_lost()), added to

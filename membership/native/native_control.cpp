@@ -173,6 +173,17 @@ std::optional<Control::Shrunk> NativeControl::shrink(std::string& /*error*/) {
   return out;
 }
 
+std::unique_ptr<Control> NativeControl::subset(const std::vector<int>& /*ranks*/, int /*tag*/,
+                                               std::string& error) {
+  error = subsets_unsupported();
+  return nullptr;
+}
+
+const char* NativeControl::subsets_unsupported() const {
+  return "subgroups are not supported under the native membership yet (a job under plain srun); "
+         "launch with mpirun (ringmend-run) for subgroups";
+}
+
 std::optional<int> NativeControl::node_key() {
   return group_->with([&](Group& g) -> std::optional<int> {
     const std::string& mine = g.record(members_.at(static_cast<std::size_t>(rank_))).node;

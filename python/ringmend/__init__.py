@@ -9,6 +9,7 @@
             print("lost members", r.lost, "now", world.size, "ranks")
         req = world.iallreduce(grad)         # non-blocking: runs while this thread computes
         r = req.wait()
+        rows = world.split(world.rank // 2)  # a subgroup (docs/subgroups.md)
 
 Launch with ringmend-run (or mpirun with ringmend's fault-tolerance
 arguments). Arrays are NumPy arrays or torch tensors on the CPU; a call

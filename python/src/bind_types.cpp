@@ -47,7 +47,8 @@ void bind_enums(py::module_& m) {
       .value("BAD_ENVIRONMENT", Errc::BadEnvironment)
       .value("INTERNAL", Errc::Internal)
       .value("RELEASED", Errc::Released)
-      .value("SIZE_CHANGED", Errc::SizeChanged);
+      .value("SIZE_CHANGED", Errc::SizeChanged)
+      .value("MEMBER_LOST", Errc::MemberLost);
   py::enum_<LogLevel>(m, "LogLevel")
       .value("ERROR", LogLevel::Error)
       .value("WARN", LogLevel::Warn)

@@ -138,6 +138,35 @@ class PyRuntime;
 class PyCommunicator {
  public:
   PyCommunicator(Communicator& comm, py::object runtime);
+  // A subgroup of the world (Communicator::split, group), owned.
+  PyCommunicator(std::unique_ptr<Communicator> owned, py::object runtime)
+      : PyCommunicator(*owned, std::move(runtime)) {
+    owned_ = std::move(owned);
+  }
+  ~PyCommunicator() {
+    py::gil_scoped_release nogil;  // a subgroup is let go where the calls run
+    owned_.reset();
+  }
+  PyCommunicator(const PyCommunicator&) = delete;
+  PyCommunicator& operator=(const PyCommunicator&) = delete;
+
+  std::unique_ptr<PyCommunicator> split(int color, int key) {
+    std::unique_ptr<Communicator> sub;
+    call([&] {
+      sub = comm_.split(color, key);
+      return CollectiveResult{};
+    });
+    if (!sub) return nullptr;
+    return std::make_unique<PyCommunicator>(std::move(sub), runtime_);
+  }
+  std::unique_ptr<PyCommunicator> group(const std::vector<int>& ranks) {
+    std::unique_ptr<Communicator> sub;
+    call([&] {
+      sub = comm_.group(ranks);
+      return CollectiveResult{};
+    });
+    return std::make_unique<PyCommunicator>(std::move(sub), runtime_);
+  }
 
   // The communicator, while its Runtime is open.
   Communicator& get();
@@ -335,6 +364,7 @@ class PyCommunicator {
     throw py::type_error(problem);
   }
 
+  std::unique_ptr<Communicator> owned_;  // a subgroup's, destroyed after comm_'s last use
   Communicator& comm_;
   py::object runtime_;
   PyRuntime& runtime_state_;
@@ -468,6 +498,12 @@ void bind_communicator(py::module_& m) {
       .def("allreduce", &PyCommunicator::allreduce, py::arg("input"), py::arg("output") = py::none(),
            py::arg("op") = ReduceOp::Sum)
       .def("broadcast", &PyCommunicator::broadcast, py::arg("buffer"), py::arg("root"))
+      .def("split", &PyCommunicator::split, py::arg("color"), py::arg("key") = 0,
+           "A subgroup of the ranks that pass the same color, ordered by (key, rank); a collective "
+           "of the world. None for a negative color.")
+      .def("group", &PyCommunicator::group, py::arg("ranks"),
+           "A subgroup of the world ranks listed, in that order; called by those ranks only.")
+      .def_property_readonly("is_subgroup", [](PyCommunicator& c) { return c.get().is_subgroup(); })
       .def("barrier", &PyCommunicator::barrier)
       .def("allgather", &PyCommunicator::allgather, py::arg("input"), py::arg("output"),
            "Every rank's input, rank r's at output[r * input.size]; output holds size x input")

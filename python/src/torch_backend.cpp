@@ -146,8 +146,11 @@ class RingmendWork final : public c10d::Work {
 class RingmendBackend final : public c10d::Backend {
  public:
   // `owner` keeps the Python communicator (and its Runtime) alive.
-  RingmendBackend(Communicator& comm, py::object owner, int rank, int size)
-      : Backend(rank, size), comm_(comm), owner_(std::move(owner)) {}
+  // `members`: the member id of each of the group's torch ranks (a
+  // subgroup's); empty for the default group, whose torch ranks are the
+  // member ids of the job's start.
+  RingmendBackend(Communicator& comm, py::object owner, int rank, int size, std::vector<int> members = {})
+      : Backend(rank, size), comm_(comm), owner_(std::move(owner)), members_(std::move(members)) {}
   ~RingmendBackend() override {
     if (!Py_IsInitialized()) {  // torch may drop its groups after the interpreter
       owner_.release();
@@ -206,7 +209,8 @@ class RingmendBackend final : public c10d::Backend {
     const at::Tensor t = single(tensors, "broadcast");
     // torch's ranks are the member ids of the job's start (the group keeps
     // its numbering): the root is found among the members when the call runs.
-    const int root = static_cast<int>(opts.rootRank);
+    const int root = members_.empty() ? static_cast<int>(opts.rootRank)
+                                      : members_.at(static_cast<std::size_t>(opts.rootRank));
     return queue(c10d::OpType::BROADCAST, {t},
                  [&] { return comm_.ibroadcast_from_member(t.data_ptr(), t.nbytes(), root); }, {});
   }
@@ -286,23 +290,61 @@ class RingmendBackend final : public c10d::Backend {
   // ringmend's allgather into one buffer of size x the input (the output
   // itself when it is one contiguous tensor), then each rank's block to its
   // slot. Needs every rank of the group (torch numbers the slots).
+  // `spread`, if given, takes the whole result instead of `slots`
+  // (`outputs`: what the Work hands back then).
   c10::intrusive_ptr<c10d::Work> gather_into(const at::Tensor& in, std::vector<at::Tensor> slots,
-                                             at::Tensor whole = {}) {
+                                             at::Tensor whole = {},
+                                             std::function<void(const at::Tensor&)> spread = {},
+                                             std::vector<at::Tensor> outputs = {}) {
     const int size = getSize();
     at::Tensor buffer = whole.defined() ? whole : at::empty({in.numel() * size}, in.options());
     const bool direct = whole.defined();
     return queue(
-        c10d::OpType::ALLGATHER, slots,
+        c10d::OpType::ALLGATHER, spread ? outputs : slots,
         [&] {
           return comm_.iallgather(in.data_ptr(), static_cast<std::size_t>(in.numel()), data_type_of(in, ""),
                                   buffer.data_ptr(), static_cast<std::size_t>(buffer.numel()));
         },
-        [buffer, slots, size, direct, n = in.numel()](const CollectiveResult& res) {
+        // `in` is held until the call has read it (the coalesced input is a temporary).
+        [in, buffer, slots, size, direct, spread, n = in.numel()](const CollectiveResult& res) {
           require_everyone(res, size, "allgather");
+          if (spread) return spread(buffer);
           if (direct) return;
           for (int r = 0; r < size; ++r)
             slots[static_cast<std::size_t>(r)].view({-1}).copy_(buffer.narrow(0, r * n, n));
         });
+  }
+
+  // Several all_gather_into_tensor at once (DTensor's full_tensor, FSDP):
+  // one allgather of the inputs laid end to end (one type), each output
+  // then taking its part of every rank's block.
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::AllgatherOptions&) override {
+    TORCH_CHECK(!inputs.empty() && outputs.size() == inputs.size(),
+                "ringmend allgather_into_tensor_coalesced: needs as many outputs as inputs, at least one");
+    const int size = getSize();
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      check_tensor(inputs[i], "allgather_into_tensor_coalesced");
+      check_tensor(outputs[i], "allgather_into_tensor_coalesced");
+      TORCH_CHECK(inputs[i].scalar_type() == inputs[0].scalar_type() &&
+                      outputs[i].scalar_type() == inputs[0].scalar_type() &&
+                      outputs[i].numel() == inputs[i].numel() * size,
+                  "ringmend allgather_into_tensor_coalesced: one type, each output size x its input");
+    }
+    at::Tensor flat = at::cat(flattened(inputs));
+    return gather_into(
+        flat, {}, {},
+        [outputs, inputs, size, m = flat.numel()](const at::Tensor& all) {
+          std::int64_t at = 0;
+          for (std::size_t i = 0; i < inputs.size(); ++i) {
+            const std::int64_t n = inputs[i].numel();
+            at::Tensor out = outputs[i].view({-1});
+            for (int r = 0; r < size; ++r) out.narrow(0, r * n, n).copy_(all.narrow(0, r * m + at, n));
+            at += n;
+          }
+        },
+        outputs);
   }
 
   // ringmend's reduce_scatter of `flat` (size blocks) into `out`, which
@@ -350,6 +392,7 @@ class RingmendBackend final : public c10d::Backend {
 
   Communicator& comm_;
   py::object owner_;
+  std::vector<int> members_;
   std::mutex calls_;
 };
 
@@ -360,11 +403,14 @@ PYBIND11_MODULE(_backend, m) {
   m.doc() = "The torch.distributed backend \"ringmend\" (use `import ringmend.torch`)";
   py::module_::import("torch.distributed");  // registers c10d::Backend's Python type
   py::class_<RingmendBackend, c10d::Backend, c10::intrusive_ptr<RingmendBackend>>(m, "RingmendBackend")
-      .def(py::init([](py::capsule communicator, py::object owner, int rank, int size) {
-             auto* comm = static_cast<ringmend::Communicator*>(communicator.get_pointer());
-             return c10::make_intrusive<RingmendBackend>(*comm, std::move(owner), rank, size);
-           }),
-           py::arg("communicator"), py::arg("owner"), py::arg("rank"), py::arg("size"))
+      .def(py::init(
+               [](py::capsule communicator, py::object owner, int rank, int size, std::vector<int> members) {
+                 auto* comm = static_cast<ringmend::Communicator*>(communicator.get_pointer());
+                 return c10::make_intrusive<RingmendBackend>(*comm, std::move(owner), rank, size,
+                                                             std::move(members));
+               }),
+           py::arg("communicator"), py::arg("owner"), py::arg("rank"), py::arg("size"),
+           py::arg("members") = std::vector<int>{})
       .def_property_readonly("live_size", &RingmendBackend::live_size)
       .def_property_readonly("live_rank", &RingmendBackend::live_rank);
 }

@@ -286,3 +286,57 @@ def test_training_state_refuses_sgd_with_dampening():
     model = torch.nn.Linear(4, 1)
     with pytest.raises(ValueError, match="dampening"):
         rmt.training_state(model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, dampening=0.5))
+
+
+def test_new_group_makes_ringmend_subgroups(groups):
+    """dist.new_group over the ringmend backend: each group a ringmend
+    subgroup of its ranks (docs/subgroups.md), its calls exact, groups
+    that overlap used in turn, and a group of every rank beside the world."""
+    world, _ = groups
+    r = dist.get_rank()
+    first, last, everyone = dist.new_group([0, 1]), dist.new_group([1, 2]), dist.new_group()
+    assert isinstance(rmt._group(everyone), rmt.RingmendBackend)
+    for n in (5, 5000, 300000):
+        if r in (0, 1):
+            x = torch.full((n,), float(r + 1))
+            dist.all_reduce(x, group=first)
+            assert torch.all(x == 3), n
+            assert dist.get_rank(first) == r and dist.get_world_size(first) == 2
+        if r in (1, 2):
+            x = torch.full((n,), float(r + 1))
+            work = dist.all_reduce(x, group=last, async_op=True)
+            work.wait()
+            assert torch.all(x == 5), n
+            out = torch.empty(2 * n)
+            dist.all_gather_into_tensor(out, torch.full((n,), float(r)), group=last)
+            assert torch.equal(out, torch.cat([torch.full((n,), 1.0), torch.full((n,), 2.0)]))
+            part = torch.empty(n)
+            dist.reduce_scatter_tensor(part, torch.arange(2 * n, dtype=torch.float32), group=last)
+            assert torch.equal(part, 2 * torch.arange(2 * n, dtype=torch.float32)[(r - 1) * n : r * n])
+            b = torch.full((n,), float(r))
+            dist.broadcast(b, src=2, group=last)  # src: a global rank
+            assert torch.all(b == 2)
+        x = torch.ones(n)
+        dist.all_reduce(x, group=everyone)
+        assert torch.all(x == world.size)
+    if r in (0, 1):
+        dist.barrier(group=first)
+    dist.destroy_process_group(first) if r in (0, 1) else None
+    dist.destroy_process_group(last) if r in (1, 2) else None
+    dist.destroy_process_group(everyone)
+
+
+def test_subgroup_of_a_communicator(groups):
+    """ringmend's own Communicator.split/group in Python."""
+    world, _ = groups
+    import numpy as np
+
+    rows = world.split(world.rank % 2, world.rank)
+    assert rows.is_subgroup and not world.is_subgroup
+    x = np.full(1000, world.rank + 1, dtype=np.float32)
+    rows.allreduce(x)
+    want = sum(m + 1 for m in range(world.size) if m % 2 == world.rank % 2)
+    assert np.all(x == want)
+    assert world.split(-1) is None
+    with pytest.raises(ringmend.Error):
+        rows.split(0)

@@ -100,6 +100,30 @@ int main(int argc, char** argv) {
       ++failures;
     if (ringmend_wait(&rq, NULL) != RINGMEND_ERR_INVALID_ARGUMENT) ++failures; /* already freed */
   }
+  {
+    /* Subgroups: the even and the odd ranks, by split and by group. */
+    ringmend_comm* half = NULL;
+    ringmend_comm* pair = NULL;
+    const int mates[2] = {rank - rank % 2, rank - rank % 2 + 1};
+    float mine = (float)(rank + 1), sum = 0;
+    if (ringmend_comm_split(world, rank % 2, rank, &half) != RINGMEND_SUCCESS || !half) ++failures;
+    if (half &&
+        (ringmend_allreduce(half, &mine, &sum, 1, RINGMEND_FLOAT32, RINGMEND_SUM, NULL) != RINGMEND_SUCCESS ||
+         ringmend_comm_rank(half) != rank / 2))
+      ++failures;
+    float want = 0;
+    for (int q = rank % 2; q < size; q += 2) want += (float)(q + 1);
+    if (sum != want) ++failures;
+    if (mates[1] < size) {
+      if (ringmend_comm_group(world, mates, 2, &pair) != RINGMEND_SUCCESS || !pair ||
+          ringmend_barrier(pair, NULL) != RINGMEND_SUCCESS || ringmend_comm_size(pair) != 2)
+        ++failures;
+      if (ringmend_comm_free(&pair) != RINGMEND_SUCCESS || pair) ++failures;
+    }
+    if (ringmend_comm_free(&half) != RINGMEND_SUCCESS || half) ++failures;
+    if (ringmend_comm_free(&world) != RINGMEND_ERR_INVALID_ARGUMENT || !world)
+      ++failures; /* not a subgroup */
+  }
   printf("TEST %s rank %d: C API (ringmend %s)\n", failures ? "FAILED" : "PASSED", rank, ringmend_version());
   ringmend_finalize(rt);
   return failures ? 1 : 0;

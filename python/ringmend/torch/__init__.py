@@ -11,7 +11,8 @@ Launch with ringmend-run. CPU tensors of float32, float64, int32, int64,
 float16 and bfloat16; allreduce (SUM, AVG, PRODUCT, MIN, MAX), broadcast,
 barrier, allgather, reduce_scatter, all non-blocking (async_op=True gives a
 Work with wait(), is_completed() and get_future()). Other operations raise
-an error that names them.
+an error that names them. dist.new_group (and a DeviceMesh's dimensions)
+makes ringmend subgroups; without failures only so far (docs/subgroups.md).
 
 After a failure the group keeps working, in place: torch fixes a group's
 rank and size when it is made, so the group keeps its numbering and size
@@ -44,20 +45,49 @@ from ringmend.torch._startup import runtime
 from ringmend.torch.spares import DistributedDataParallel, training_state, whole_step_mean_hook
 
 
-def _create(store, rank, world_size, timeout):
+# The member id of each torch rank of the default group, as it was made
+# (torch keeps a group's ranks for good; ringmend's renumber after a loss).
+_torch_rank_members = None
+
+
+def _create(opts, _backend_options=None):
+    """torch's creator of a process group's backend (the extended API, which
+    names the group's global ranks). The first is the default group: the
+    world. Every later one (dist.new_group, a DeviceMesh dimension) is a
+    ringmend subgroup of the world's members at those ranks, made by them
+    only, as torch calls this on the group's members only."""
+    global _torch_rank_members
     world = runtime().world
-    if rank != world.rank or world_size != world.size:
-        raise ValueError(
-            f"the ringmend backend takes torch's rank and size from ringmend's world "
-            f"(rank {world.rank} of {world.size}), but torch passed rank {rank} of {world_size}: "
-            f"use ringmend.torch.init_process_group(), or pass rank and world_size from it"
-        )
-    return RingmendBackend(world._capsule(), world, rank, world_size)
+    rank, size = opts.group_rank, opts.group_size
+    if not dist.is_initialized():
+        if rank != world.rank or size != world.size:
+            raise ValueError(
+                f"the ringmend backend takes torch's rank and size from ringmend's world "
+                f"(rank {world.rank} of {world.size}), but torch passed rank {rank} of {size}: "
+                f"use ringmend.torch.init_process_group(), or pass rank and world_size from it"
+            )
+        _torch_rank_members = list(world.member_ids)
+        return RingmendBackend(world._capsule(), world, rank, size)
+    global_ranks = list(opts.global_ranks_in_group) or list(range(len(_torch_rank_members)))
+    current = list(world.member_ids)
+    ranks = []
+    for r in global_ranks:
+        member = _torch_rank_members[r]
+        if member not in current:
+            raise RuntimeError(
+                f"new_group: torch rank {r} (ringmend member {member}) is gone; a group can only be "
+                f"made of live members"
+            )
+        ranks.append(current.index(member))
+    sub = world.group(ranks)
+    if sub.rank != rank or sub.size != size:
+        raise RuntimeError(f"new_group: ringmend made rank {sub.rank} of {sub.size}, torch expected {rank} of {size}")
+    return RingmendBackend(sub._capsule(), sub, rank, size, list(sub.member_ids))
 
 
 # One backend object serves both devices; CUDA tensors are refused with an
 # error that says so (the backend reduces CPU tensors).
-dist.Backend.register_backend("ringmend", _create, devices=["cpu", "cuda"])
+dist.Backend.register_backend("ringmend", _create, extended_api=True, devices=["cpu", "cuda"])
 
 
 def init_process_group(timeout=_datetime.timedelta(minutes=30), backend="ringmend", state=None, **runtime_options):

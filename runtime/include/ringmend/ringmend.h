@@ -22,7 +22,8 @@ typedef enum {
   RINGMEND_ERR_BAD_ENVIRONMENT = 6,
   RINGMEND_ERR_INTERNAL = 7,
   RINGMEND_ERR_RELEASED = 8,
-  RINGMEND_ERR_SIZE_CHANGED = 9
+  RINGMEND_ERR_SIZE_CHANGED = 9,
+  RINGMEND_ERR_MEMBER_LOST = 10
 } ringmend_status;
 
 typedef enum {
@@ -127,6 +128,16 @@ int ringmend_grow(ringmend_comm* comm, int count, ringmend_result* result);
 int ringmend_release(ringmend_comm* comm, const int* ranks, int num_ranks, ringmend_result* result);
 int ringmend_comm_left(const ringmend_comm* comm);
 int ringmend_on_membership_change(ringmend_comm* comm, ringmend_membership_callback callback, void* user);
+
+/* Subgroups (ringmend.hpp: split, group; docs/subgroups.md). `*out` is a
+ * new communicator of the caller's (NULL for a negative color), taking
+ * every collective above; free it with ringmend_comm_free before
+ * ringmend_finalize. split is a collective of the world; group is called
+ * by the ranks listed only, each with the same list. */
+int ringmend_comm_split(ringmend_comm* comm, int color, int key, ringmend_comm** out);
+int ringmend_comm_group(ringmend_comm* comm, const int* ranks, int num_ranks, ringmend_comm** out);
+/* Frees a subgroup and sets *comm to NULL (the world is the runtime's). */
+int ringmend_comm_free(ringmend_comm** comm);
 
 const char* ringmend_last_error(void);
 const char* ringmend_version(void);

@@ -106,6 +106,9 @@ class Request {
   std::shared_ptr<State> state_;
 };
 
+class Subgroup;         // runtime/subgroup.hpp
+struct CollectiveCall;  // runtime/communicator_impl.hpp
+
 class Communicator {
  public:
   ~Communicator();
@@ -264,12 +267,43 @@ class Communicator {
   // Whether this process was released (it left the job).
   bool left() const;
 
+  // Subgroups (docs/subgroups.md): communicators over some of the world's
+  // ranks, with every collective call above (in their own ranks) and
+  // their own order of calls. They view the world's membership: a
+  // subgroup's member that dies ends that subgroup with Error(MemberLost)
+  // on its survivors (subgroups do not recover yet; the world does, at its
+  // next call), while the other subgroups go on. Made on the world only,
+  // under mpirun (not yet under the native membership of plain srun);
+  // destroy them before the Runtime. Requests for membership (grow,
+  // release), state and callbacks belong to the world.
+  //
+  // split: a collective of the world. Ranks that pass the same `color`
+  // form one subgroup, ordered by (key, rank); kNoColor returns null.
+  static constexpr int kNoColor = -1;
+  std::unique_ptr<Communicator> split(int color, int key);
+  // group: called by the ranks listed only (ranks of the world, this one
+  // among them), each with the same list, which is the subgroup's rank
+  // order (torch's new_group). Lists that differ between the ranks are not
+  // detected (as MPI_Comm_create_group's): use split() where every rank
+  // can take part.
+  std::unique_ptr<Communicator> group(std::span<const int> ranks);
+  // A subgroup, not the world.
+  bool is_subgroup() const { return subgroup_ != nullptr; }
+
   struct Impl;
 
  private:
   friend class Runtime;
   explicit Communicator(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  Communicator(Impl& world, std::shared_ptr<Subgroup> subgroup);
+  // The world's machinery, for a call that only the world takes.
+  Impl& world_only(const char* what) const;
+  CollectiveResult run_call(const CollectiveCall& call);
+  Request queue_call(const CollectiveCall& call);
+  std::unique_ptr<Communicator> make_subgroup(std::vector<int> members, const std::string& name);
+  std::unique_ptr<Impl> impl_;          // the world's: null on a subgroup
+  Impl* world_ = nullptr;               // the world's, on every communicator
+  std::shared_ptr<Subgroup> subgroup_;  // null on the world
 };
 
 // A buffer of state registered before the Runtime starts (Runtime's

@@ -19,6 +19,7 @@ enum class Errc {
   Internal,                   // MPI or UCX failed in a way ringmend cannot recover from
   Released,                   // this process left the job (Communicator::release) and calls no collective
   SizeChanged,                // the group's size changed during a call laid out for it (reduce_scatter)
+  MemberLost,                 // a member of a subgroup failed: the subgroup runs no more calls (split again)
 };
 
 const char* to_string(Errc code);

@@ -1,0 +1,332 @@
+#include "runtime/subgroup.hpp"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <thread>
+#include <utility>
+
+#include "coll/selector.hpp"
+#include "ringmend/core/log.hpp"
+#include "ringmend/core/progress_record.hpp"
+#include "transport/peer_watch.hpp"
+
+namespace ringmend {
+namespace {
+
+// The same on every member of the subgroup, different for each subgroup of
+// the same members this process made before: the tag of its control groups.
+int tag_of(const std::vector<membership::MemberId>& members, int made_before) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the ids, then the count
+  for (membership::MemberId id : members) h = (h ^ static_cast<std::uint32_t>(id)) * 1099511628211ULL;
+  h = (h ^ static_cast<std::uint64_t>(made_before)) * 1099511628211ULL;
+  return static_cast<int>(h % 32767);  // MPI guarantees tags up to 32767
+}
+
+bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
+  const auto* x = static_cast<const std::byte*>(a);
+  const auto* y = static_cast<const std::byte*>(b);
+  return a_bytes > 0 && b_bytes > 0 && x < y + b_bytes && y < x + a_bytes;
+}
+
+}  // namespace
+
+Subgroup::Subgroup(Communicator::Impl& world, std::weak_ptr<void> world_alive,
+                   std::vector<membership::MemberId> members, std::string name)
+    : world_(world),
+      world_alive_(std::move(world_alive)),
+      members_(std::move(members)),
+      name_(std::move(name)) {
+  const membership::MemberId me = world_.epoch().my_id();
+  rank_ = static_cast<int>(std::find(members_.begin(), members_.end(), me) - members_.begin());
+  tag_ = tag_of(members_, world_.subgroups_made[members_]++);
+}
+
+Subgroup::~Subgroup() {
+  // A peer may still read this process's part of the last call (its node
+  // segment, its UCX endpoints): the world's end, which meets every member,
+  // closes them. After the world's end nothing may be closed any more.
+  if (!epoch_ || world_alive_.expired()) return;  // the world's end took it (take_epoch)
+  world_.keep_until_end(std::move(epoch_));
+}
+
+std::pair<Errc, std::string> Subgroup::interruption(const std::string& what) const {
+  // A survivor that saw a node mate die (its pidfd, before ULFM knows)
+  // revokes the subgroup at once: the others may hear of the revocation
+  // before the death. The node mates are looked at directly, the others
+  // asked of ULFM, for a moment, before the call counts as ended by a rank
+  // that refused it.
+  std::vector<int> failed;
+  if (!epoch_) return {Errc::MemberLost, name_ + ": " + what};
+  const membership::MemberInfo& me = epoch_->infos.at(static_cast<std::size_t>(epoch_->rank));
+  std::vector<pid_t> pids;
+  std::vector<int> rank_of_pid;
+  for (int r = 0; r < epoch_->size; ++r) {
+    const membership::MemberInfo& m = epoch_->infos.at(static_cast<std::size_t>(r));
+    if (r == epoch_->rank || m.machine != me.machine || std::strncmp(m.node, me.node, sizeof m.node) != 0)
+      continue;
+    pids.push_back(m.pid);
+    rank_of_pid.push_back(r);
+  }
+  const transport::PeerWatch mates(pids);
+  // Where every other member is a watched node mate, a death shows within
+  // a fraction of a millisecond of the kill (transport/peer_watch.hpp):
+  // 20 ms are plenty; ULFM may take a second to hear of a remote one.
+  const bool all_watched = mates.available() && static_cast<int>(pids.size()) == epoch_->size - 1;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(all_watched ? 20 : 1500);
+  for (;;) {
+    failed = epoch_->ctrl->known_failed();
+    for (std::size_t i = 0; i < pids.size(); ++i)
+      if (mates.has_exited(static_cast<int>(i)) || (::kill(pids[i], 0) != 0 && errno == ESRCH))
+        failed.push_back(rank_of_pid[i]);
+    std::sort(failed.begin(), failed.end());
+    failed.erase(std::unique(failed.begin(), failed.end()), failed.end());
+    if (!failed.empty() || std::chrono::steady_clock::now() > give_up) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (failed.empty())
+    return {Errc::InvalidArgument, name_ + ": call #" + std::to_string(seq_) +
+                                       " ended: another rank of the subgroup ended it (its error says why: "
+                                       "bad input, a mismatch or a time limit) [" +
+                                       what + "]"};
+  std::string ids;
+  for (int r : failed) {
+    if (!ids.empty()) ids += ", ";
+    ids += std::to_string(epoch_->members.at(static_cast<std::size_t>(r)));
+  }
+  return {Errc::MemberLost, name_ + ": member " + ids + " failed during call #" + std::to_string(seq_) +
+                                "; subgroups do not recover yet (docs/subgroups.md): the world communicator "
+                                "recovers at its next call; split it again"};
+}
+
+void Subgroup::end(Errc code, const std::string& why) {
+  if (ended_.empty()) {
+    ended_ = why;
+    ended_code_ = code;
+  }
+  if (epoch_) {
+    epoch_->ctrl->revoke();  // the others stop waiting for this rank
+    epoch_->retire();
+  }
+  throw Error(code, why);
+}
+
+void Subgroup::ensure_epoch() {
+  const membership::Epoch& world = world_.epoch();
+  if (epoch_ && built_on_ == world.number) return;
+  std::vector<int> ranks;
+  std::vector<membership::MemberId> lost;
+  for (membership::MemberId id : members_) {
+    const auto at = std::find(world.members.begin(), world.members.end(), id);
+    if (at == world.members.end())
+      lost.push_back(id);
+    else
+      ranks.push_back(static_cast<int>(at - world.members.begin()));
+  }
+  if (!lost.empty()) {
+    std::string ids;
+    for (auto id : lost) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+    end(Errc::MemberLost, name_ + ": member " + ids +
+                              " left the world's membership (failed or released); subgroups do not "
+                              "recover yet (docs/subgroups.md): split the world communicator again");
+  }
+  if (epoch_) {
+    epoch_->retire();
+    world_.keep_until_end(std::move(epoch_));
+  }
+  std::string error;
+  std::unique_ptr<membership::Control> ctrl = world.ctrl->subset(ranks, tag_, error);
+  if (!ctrl) end(Errc::MemberLost, name_ + ": its control group could not be made: " + error);
+  membership::MemberInfo mine;
+  mine.seq = static_cast<std::int64_t>(seq_);
+  // The world's fault rules name the world's builds: not this one.
+  membership::EpochBuilder& builder = world_.epoch_builder();
+  auto after_step = std::exchange(builder.after_step, {});
+  std::unique_ptr<membership::Epoch> built;
+  try {
+    built = builder.build(&world, membership::Start{std::move(ctrl)}, mine);
+  } catch (...) {
+    builder.after_step = std::move(after_step);
+    throw;
+  }
+  builder.after_step = std::move(after_step);
+  epoch_ = std::move(built);
+  built_on_ = world.number;
+  if (!epoch_->ready) {
+    const auto [code, why] = interruption("its epoch could not be built");
+    end(code, why);
+  }
+  log(LogLevel::Debug, name_ + ": epoch over world epoch " + std::to_string(built_on_) + ", " +
+                           std::to_string(size()) + " ranks (" + builder.laps() + ")");
+}
+
+void Subgroup::check() {
+  if (epoch_->failure_noticed())
+    throw transport::Interrupted(name_ + ": a member failed or the subgroup was ended");
+  const std::uint64_t now = progress::monotonic_ns();
+  world_.hang_detector().progressing(now);
+  const double limit = world_.settings().timeout_seconds;
+  if (limit <= 0) return;
+  if (deadline_ns_ == 0) {
+    deadline_ns_ = now + static_cast<std::uint64_t>(limit * 1e9);
+  } else if (now > deadline_ns_) {
+    throw Error(Errc::Timeout, name_ + ": call #" + std::to_string(seq_) + " did not complete within " +
+                                   std::to_string(limit) +
+                                   " s (RINGMEND_TIMEOUT); is every rank calling it?");
+  }
+}
+
+CollectiveResult Subgroup::call(const CollectiveCall& c) {
+  if (!ended_.empty()) throw Error(ended_code_, ended_);
+  ++seq_;
+  deadline_ns_ = 0;
+  std::string bad = validate_call(c, rank_, size());
+  if (bad.empty() && c.kind == coll::CollectiveKind::Allreduce &&
+      (c.memory == MemoryKind::Cuda ||
+       (c.count > 0 && (is_gpu_pointer(c.input) || is_gpu_pointer(c.output)))))
+    bad = name_ + ": GPU buffers are not taken on subgroups yet (the world communicator takes them)";
+  ensure_epoch();
+  // Bad input ends the subgroup on every rank: this one revokes it, and the
+  // others, waiting for its part, are interrupted (interruption() words it).
+  if (!bad.empty()) end(Errc::InvalidArgument, name_ + ": " + bad);
+  try {
+    execute(c);
+  } catch (const transport::Interrupted& e) {
+    const auto [code, why] = interruption(e.what());
+    end(code, why);
+  } catch (const transport::Mismatch& e) {
+    end(Errc::Mismatch, name_ + ": " + e.what());
+  } catch (const Error& e) {
+    end(e.code(), e.what());
+  }
+  world_.ucx_in_use();
+  CollectiveResult result;
+  result.contributors = size();
+  result.epoch = built_on_;
+  return result;
+}
+
+void Subgroup::execute(const CollectiveCall& c) {
+  const membership::Epoch& e = *epoch_;
+  const coll::Tuning tuning = world_.tuning();
+  const std::size_t bytes = c.bytes();
+  if (c.count == 0) return;  // nothing to send: every rank returns at once
+  coll::Call call;
+  call.kind = c.kind;
+  std::vector<int> slots(static_cast<std::size_t>(e.size));
+  std::iota(slots.begin(), slots.end(), 0);  // channel ranks are the subgroup's ranks
+  const auto run = [&](const coll::Call& what, std::size_t size_bytes) {
+    coll::select(what.kind, size_bytes, e.layout, tuning).run(what, e.channels(), e.layout, tuning, *this);
+  };
+  switch (c.kind) {
+    case coll::CollectiveKind::Allreduce: {
+      // The algorithms never write their input: in place, the result goes
+      // through a buffer of the subgroup's.
+      const bool in_place = c.input == c.output;
+      if (in_place && scratch_.size() < bytes) scratch_.resize(bytes);
+      call.allreduce = {c.input, in_place ? scratch_.data() : c.output, c.count, c.type, c.op, seq_};
+      run(call, bytes);
+      if (in_place) std::memcpy(c.output, scratch_.data(), bytes);
+      return;
+    }
+    case coll::CollectiveKind::Broadcast:
+      call.broadcast = {c.output, bytes, c.root, seq_};
+      run(call, bytes);
+      return;
+    case coll::CollectiveKind::Allgather: {
+      const std::size_t total = c.result_bytes(e.size);
+      // The input may lie inside the output: then gathered aside.
+      const bool aside = overlaps(c.input, bytes, c.output, total);
+      if (aside && scratch_.size() < total) scratch_.resize(total);
+      void* out = aside ? scratch_.data() : c.output;
+      call.allgather = {c.input, out, c.count, c.type, seq_, slots.data()};
+      run(call, bytes);
+      if (aside) std::memcpy(c.output, out, total);
+      return;
+    }
+    case coll::CollectiveKind::ReduceScatter: {
+      const std::size_t work = bytes * static_cast<std::size_t>(e.size);
+      if (scratch_.size() < work) scratch_.resize(work);
+      call.reduce_scatter = {c.input, c.output, c.count, c.type, c.op, seq_, slots.data(), scratch_.data()};
+      run(call, bytes);
+      return;
+    }
+  }
+}
+
+}  // namespace ringmend
+
+// ----------------------------------------------- the Communicator's calls
+
+namespace ringmend {
+
+std::unique_ptr<Communicator> Communicator::make_subgroup(std::vector<int> members, const std::string& name) {
+  Impl& world = *impl_;
+  return world.serially([&] {
+    if (const char* why = world.epoch().ctrl->subsets_unsupported())
+      throw Error(Errc::InvalidArgument, name + ": " + why);
+    auto sub = std::make_shared<Subgroup>(world, world.alive, std::move(members), name);
+    world.subgroups.push_back(sub);
+    return std::unique_ptr<Communicator>(new Communicator(world, std::move(sub)));
+  });
+}
+
+std::unique_ptr<Communicator> Communicator::split(int color, int key) {
+  world_only("split");
+  // Every rank's (member id, color, key), by one collective of the world:
+  // a rank that dies in it is left out of the table on every survivor.
+  const std::array<std::int64_t, 3> mine{member_id(), color, key};
+  std::vector<std::int64_t> table(3 * static_cast<std::size_t>(size()));
+  const CollectiveResult gathered = allgather(mine.data(), 3, DataType::Int64, table.data(), table.size());
+  const std::uint64_t number = impl_->splits_made++;
+  if (color < 0) return nullptr;
+  struct Entry {
+    std::int64_t key;
+    int rank;
+    int id;
+  };
+  std::vector<Entry> same;
+  for (int r = 0; r < gathered.contributors; ++r) {
+    const std::int64_t* e = &table[3 * static_cast<std::size_t>(r)];
+    if (e[1] == color) same.push_back({e[2], r, static_cast<int>(e[0])});
+  }
+  std::sort(same.begin(), same.end(),
+            [](const Entry& a, const Entry& b) { return a.key != b.key ? a.key < b.key : a.rank < b.rank; });
+  std::vector<int> members;
+  for (const Entry& e : same) members.push_back(e.id);
+  return make_subgroup(std::move(members), "subgroup (split #" + std::to_string(number) + ", color " +
+                                               std::to_string(color) + ")");
+}
+
+std::unique_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
+  world_only("group");
+  const std::vector<int> world_members = member_ids();
+  std::string listed;
+  for (std::size_t i = 0; i < ranks.size() && i < 16; ++i)
+    listed += (i ? "," : "") + std::to_string(ranks[i]);
+  if (ranks.size() > 16) listed += ",...";
+  const std::string name = "subgroup (ranks " + listed + ")";
+  std::vector<int> members;
+  for (int r : ranks) {
+    if (r < 0 || r >= static_cast<int>(world_members.size()))
+      throw Error(Errc::InvalidArgument, name + ": rank " + std::to_string(r) +
+                                             " is not a rank of the world (size " +
+                                             std::to_string(world_members.size()) + ")");
+    const int id = world_members[static_cast<std::size_t>(r)];
+    if (std::find(members.begin(), members.end(), id) != members.end())
+      throw Error(Errc::InvalidArgument, name + ": rank " + std::to_string(r) + " is listed twice");
+    members.push_back(id);
+  }
+  if (std::find(members.begin(), members.end(), member_id()) == members.end())
+    throw Error(Errc::InvalidArgument, name + ": called on rank " + std::to_string(rank()) +
+                                           ", which is not listed (only the listed ranks call it)");
+  return make_subgroup(std::move(members), name);
+}
+
+}  // namespace ringmend
