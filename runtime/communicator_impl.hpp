@@ -221,6 +221,7 @@ struct Communicator::Impl final : transport::WaitContext {
   // What a subgroup (subgroup.hpp), a view of this communicator's
   // membership, uses of it, on the thread that runs the calls.
   const membership::Epoch& epoch() const { return *epoch_; }
+  membership::Epoch& epoch() { return *epoch_; }
   membership::EpochBuilder& epoch_builder() { return builder_; }
   const Settings& settings() const { return settings_; }
   HangDetector& hang_detector() { return hang_; }
@@ -236,6 +237,8 @@ struct Communicator::Impl final : transport::WaitContext {
   // number tells apart the control groups of the same members).
   std::map<std::vector<membership::MemberId>, int> subgroups_made;
   std::uint64_t splits_made = 0;  // Communicator::split calls (the same on every member)
+  // Bounds a call to MPI that may never return (recovery_watchdog()).
+  Watchdog mpi_watchdog(const std::string& what) const { return recovery_watchdog(what); }
   // The epoch's UCX worker is in use (transport::UcxContext::epoch_in_use).
   void ucx_in_use() { ucx_.epoch_in_use(); }
   // Expires when this communicator ends: what a subgroup that outlives it

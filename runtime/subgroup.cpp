@@ -15,6 +15,7 @@
 #include "coll/selector.hpp"
 #include "ringmend/core/log.hpp"
 #include "ringmend/core/progress_record.hpp"
+#include "runtime/watchdog.hpp"
 #include "transport/peer_watch.hpp"
 
 namespace ringmend {
@@ -27,6 +28,44 @@ int tag_of(const std::vector<membership::MemberId>& members, int made_before) {
   for (membership::MemberId id : members) h = (h ^ static_cast<std::uint32_t>(id)) * 1099511628211ULL;
   h = (h ^ static_cast<std::uint64_t>(made_before)) * 1099511628211ULL;
   return static_cast<int>(h % 32767);  // MPI guarantees tags up to 32767
+}
+
+bool same_node(const membership::MemberInfo& m, const membership::MemberInfo& me) {
+  return m.machine == me.machine && std::strncmp(m.node, me.node, sizeof m.node) == 0;
+}
+
+// The ranks of `e` among `ranks` known to be dead: those its control group
+// reports failed (ULFM, once it has heard), and the node mates whose pidfd
+// or /proc shows their death (at once).
+std::vector<int> dead_among(membership::Epoch& e, const std::vector<int>& ranks) {
+  (void)e.failure_noticed();  // drives MPI's progress: how ULFM hears of a remote death
+  std::vector<int> dead;
+  for (int r : e.ctrl->known_failed())
+    if (std::find(ranks.begin(), ranks.end(), r) != ranks.end()) dead.push_back(r);
+  const membership::MemberInfo& me = e.infos.at(static_cast<std::size_t>(e.rank));
+  std::vector<pid_t> pids;
+  std::vector<int> rank_of_pid;
+  for (int r : ranks) {
+    const membership::MemberInfo& m = e.infos.at(static_cast<std::size_t>(r));
+    if (r == e.rank || !same_node(m, me)) continue;
+    pids.push_back(m.pid);
+    rank_of_pid.push_back(r);
+  }
+  const transport::PeerWatch mates(pids);
+  for (std::size_t i = 0; i < pids.size(); ++i)
+    if (mates.has_exited(static_cast<int>(i)) || (::kill(pids[i], 0) != 0 && errno == ESRCH))
+      dead.push_back(rank_of_pid[i]);
+  std::sort(dead.begin(), dead.end());
+  dead.erase(std::unique(dead.begin(), dead.end()), dead.end());
+  return dead;
+}
+
+// "2, 5": the member ids of ranks `ranks` of `e`.
+std::string ids_of(const membership::Epoch& e, const std::vector<int>& ranks) {
+  std::string ids;
+  for (int r : ranks)
+    ids += (ids.empty() ? "" : ", ") + std::to_string(e.members.at(static_cast<std::size_t>(r)));
+  return ids;
 }
 
 bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
@@ -59,34 +98,23 @@ Subgroup::~Subgroup() {
 std::pair<Errc, std::string> Subgroup::interruption(const std::string& what) const {
   // A survivor that saw a node mate die (its pidfd, before ULFM knows)
   // revokes the subgroup at once: the others may hear of the revocation
-  // before the death. The node mates are looked at directly, the others
-  // asked of ULFM, for a moment, before the call counts as ended by a rank
-  // that refused it.
-  std::vector<int> failed;
+  // before the death. A moment for the death to show, before the call
+  // counts as ended by a rank that refused it.
   if (!epoch_) return {Errc::MemberLost, name_ + ": " + what};
+  std::vector<int> others;
+  for (int r = 0; r < epoch_->size; ++r)
+    if (r != epoch_->rank) others.push_back(r);
   const membership::MemberInfo& me = epoch_->infos.at(static_cast<std::size_t>(epoch_->rank));
-  std::vector<pid_t> pids;
-  std::vector<int> rank_of_pid;
-  for (int r = 0; r < epoch_->size; ++r) {
-    const membership::MemberInfo& m = epoch_->infos.at(static_cast<std::size_t>(r));
-    if (r == epoch_->rank || m.machine != me.machine || std::strncmp(m.node, me.node, sizeof m.node) != 0)
-      continue;
-    pids.push_back(m.pid);
-    rank_of_pid.push_back(r);
-  }
-  const transport::PeerWatch mates(pids);
-  // Where every other member is a watched node mate, a death shows within
-  // a fraction of a millisecond of the kill (transport/peer_watch.hpp):
-  // 20 ms are plenty; ULFM may take a second to hear of a remote one.
-  const bool all_watched = mates.available() && static_cast<int>(pids.size()) == epoch_->size - 1;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(all_watched ? 20 : 1500);
+  // Where every other member is a node mate, a death shows within a
+  // fraction of a millisecond of the kill (transport/peer_watch.hpp): 20 ms
+  // are plenty; ULFM may take a second to hear of a remote one.
+  const bool all_mates = std::all_of(others.begin(), others.end(), [&](int r) {
+    return same_node(epoch_->infos.at(static_cast<std::size_t>(r)), me);
+  });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(all_mates ? 20 : 1500);
+  std::vector<int> failed;
   for (;;) {
-    failed = epoch_->ctrl->known_failed();
-    for (std::size_t i = 0; i < pids.size(); ++i)
-      if (mates.has_exited(static_cast<int>(i)) || (::kill(pids[i], 0) != 0 && errno == ESRCH))
-        failed.push_back(rank_of_pid[i]);
-    std::sort(failed.begin(), failed.end());
-    failed.erase(std::unique(failed.begin(), failed.end()), failed.end());
+    failed = dead_among(*epoch_, others);
     if (!failed.empty() || std::chrono::steady_clock::now() > give_up) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -95,12 +123,8 @@ std::pair<Errc, std::string> Subgroup::interruption(const std::string& what) con
                                        " ended: another rank of the subgroup ended it (its error says why: "
                                        "bad input, a mismatch or a time limit) [" +
                                        what + "]"};
-  std::string ids;
-  for (int r : failed) {
-    if (!ids.empty()) ids += ", ";
-    ids += std::to_string(epoch_->members.at(static_cast<std::size_t>(r)));
-  }
-  return {Errc::MemberLost, name_ + ": member " + ids + " failed during call #" + std::to_string(seq_) +
+  return {Errc::MemberLost, name_ + ": member " + ids_of(*epoch_, failed) + " failed during call #" +
+                                std::to_string(seq_) +
                                 "; subgroups do not recover yet (docs/subgroups.md): the world communicator "
                                 "recovers at its next call; split it again"};
 }
@@ -118,7 +142,7 @@ void Subgroup::end(Errc code, const std::string& why) {
 }
 
 void Subgroup::ensure_epoch() {
-  const membership::Epoch& world = world_.epoch();
+  membership::Epoch& world = world_.epoch();
   if (epoch_ && built_on_ == world.number) return;
   std::vector<int> ranks;
   std::vector<membership::MemberId> lost;
@@ -140,6 +164,16 @@ void Subgroup::ensure_epoch() {
     epoch_->retire();
     world_.keep_until_end(std::move(epoch_));
   }
+  // MPI_Comm_create_group waits for ever for a member that died before it
+  // (Open MPI 5.0.7 with ULFM): one known dead ends the subgroup here.
+  if (const std::vector<int> dead = dead_among(world, ranks); !dead.empty()) {
+    end(Errc::MemberLost, name_ + ": member " + ids_of(world, dead) +
+                              " failed; subgroups do not recover yet (docs/subgroups.md): the world "
+                              "communicator recovers at its next call; split it again");
+  }
+  // A death inside the making itself cannot be told to MPI: past
+  // RINGMEND_RECOVERY_TIMEOUT the process ends, with the reason, rather than hang.
+  const Watchdog bound = world_.mpi_watchdog(name_ + ": making its communicator");
   std::string error;
   std::unique_ptr<membership::Control> ctrl = world.ctrl->subset(ranks, tag_, error);
   if (!ctrl) end(Errc::MemberLost, name_ + ": its control group could not be made: " + error);

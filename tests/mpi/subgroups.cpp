@@ -19,6 +19,13 @@
 //   --bad-input    rank 1 passes a null buffer in its row's round 3: it
 //                  gets InvalidArgument, rank 0 an error, both at once;
 //                  the row {2,3} and the world go on.
+//   --survive=DIR  for subgroup_kill_random.sh: writes DIR/rankN.pid, then
+//                  150 rounds of row, column and world calls; a member is
+//                  SIGKILLed from outside at any moment (start-up, split,
+//                  a subgroup's first call, steady calls, the end): every
+//                  subgroup call succeeds exactly or raises MemberLost (then
+//                  that subgroup is left alone), every world call succeeds
+//                  exactly over the members alive.
 //   --refused      under the native membership: split and group are
 //                  refused with InvalidArgument on every rank, saying why.
 #include <signal.h>
@@ -26,6 +33,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -196,6 +204,37 @@ void row_mate_dies(Communicator& world, int me, bool during) {
     expect(lost_at == 5 || (during && lost_at == 6), "member 2 got MemberLost in round 5 (or 6)", me);
 }
 
+void survive(Communicator& world, int me) {
+  auto rows = world.split(me / 2, me);
+  auto cols = world.split(me % 2, me);
+  std::vector<Communicator*> subs{rows.get(), cols.get()};
+  std::vector<std::vector<int>> members{rows->member_ids(), cols->member_ids()};
+  std::vector<bool> ended{false, false};
+  for (int round = 0; round < 150; ++round) {
+    for (std::size_t s = 0; s < subs.size(); ++s) {
+      if (ended[s]) continue;
+      std::vector<float> x = values(me, 5000, round);
+      try {
+        subs[s]->allreduce(x.data(), x.size(), DataType::Float32, ReduceOp::Sum);
+        expect(sums_match(x, members[s], round),
+               "subgroup " + std::to_string(s) + " round " + std::to_string(round), me);
+      } catch (const Error& e) {
+        expect(e.code() == Errc::MemberLost, std::string("a subgroup's error is MemberLost: ") + e.what(),
+               me);
+        std::printf("member %d: subgroup %zu ended in round %d: %s\n", me, s, round, e.what());
+        ended[s] = true;
+      }
+    }
+    std::vector<float> w = values(me, 16, round);
+    world.allreduce(w.data(), w.size(), DataType::Float32, ReduceOp::Sum);
+    expect(sums_match(w, world.member_ids(), round), "world allreduce, round " + std::to_string(round), me);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // A kill after the last call (in the shutdown) leaves 4: the script
+  // checks that the launcher saw the victim killed.
+  expect(world.size() == 3 || world.size() == 4, "the world lost one member at most", me);
+}
+
 void bad_input(Communicator& world, int me) {
   auto rows = world.split(me / 2, me);
   const std::vector<int> row_members = rows->member_ids();
@@ -223,11 +262,22 @@ void bad_input(Communicator& world, int me) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  if (mode.rfind("--survive=", 0) == 0) {
+    // Before the Runtime: a kill may land in the start-up too.
+    const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    const std::string file = mode.substr(10) + "/rank" + (rank ? rank : "x") + ".pid";
+    if (FILE* f = std::fopen(file.c_str(), "w")) {
+      std::fprintf(f, "%d\n", static_cast<int>(getpid()));
+      std::fclose(f);
+    }
+  }
   Runtime rt(&argc, &argv);
   Communicator& world = rt.world();
   const int me = world.member_id();
-  std::string mode = argc > 1 ? argv[1] : "";
-  if (world.size() != 4) {
+  // --survive: a member killed in the start-up leaves 3 (the job starts without it).
+  const bool surviving = mode.rfind("--survive=", 0) == 0;
+  if (world.size() != 4 && !(surviving && world.size() == 3)) {
     std::fprintf(stderr, "subgroups: needs 4 ranks\n");
     return 2;
   }
@@ -238,6 +288,8 @@ int main(int argc, char** argv) {
       row_mate_dies(world, me, mode == "--kill=during");
     else if (mode == "--bad-input")
       bad_input(world, me);
+    else if (mode.rfind("--survive=", 0) == 0)
+      survive(world, me);
     else if (mode == "--refused") {
       for (int which = 0; which < 2; ++which) {
         try {
