@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
-#include <numeric>
 #include <thread>
 #include <utility>
 
@@ -253,8 +252,7 @@ void Subgroup::execute(const CollectiveCall& c) {
   if (c.count == 0) return;  // nothing to send: every rank returns at once
   coll::Call call;
   call.kind = c.kind;
-  std::vector<int> slots(static_cast<std::size_t>(e.size));
-  std::iota(slots.begin(), slots.end(), 0);  // channel ranks are the subgroup's ranks
+  // Channel ranks are the subgroup's ranks: blocks go to slot r (null slots).
   const auto run = [&](const coll::Call& what, std::size_t size_bytes) {
     coll::select(what.kind, size_bytes, e.layout, tuning).run(what, e.channels(), e.layout, tuning, *this);
   };
@@ -279,7 +277,7 @@ void Subgroup::execute(const CollectiveCall& c) {
       const bool aside = overlaps(c.input, bytes, c.output, total);
       if (aside && scratch_.size() < total) scratch_.resize(total);
       void* out = aside ? scratch_.data() : c.output;
-      call.allgather = {c.input, out, c.count, c.type, seq_, slots.data()};
+      call.allgather = {c.input, out, c.count, c.type, seq_, nullptr};
       run(call, bytes);
       if (aside) std::memcpy(c.output, out, total);
       return;
@@ -287,7 +285,7 @@ void Subgroup::execute(const CollectiveCall& c) {
     case coll::CollectiveKind::ReduceScatter: {
       const std::size_t work = bytes * static_cast<std::size_t>(e.size);
       if (scratch_.size() < work) scratch_.resize(work);
-      call.reduce_scatter = {c.input, c.output, c.count, c.type, c.op, seq_, slots.data(), scratch_.data()};
+      call.reduce_scatter = {c.input, c.output, c.count, c.type, c.op, seq_, nullptr, scratch_.data()};
       run(call, bytes);
       return;
     }
