@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -85,12 +86,19 @@ class Control {
   };
   virtual std::optional<Shrunk> shrink(std::string& error) = 0;
 
-  // A control group of some of this group's `ranks`, in the order given
-  // (this process one of them), made by those ranks only: a subgroup's
-  // (runtime/subgroup.hpp). `tag` is the same on each of them and tells
-  // apart the subsets they make. Nothing when it cannot be made (a member
-  // failed, or the backend has no subsets): `error` says why.
-  virtual std::unique_ptr<Control> subset(const std::vector<int>& ranks, int tag, std::string& error) = 0;
+  // A control group of some of this group's ranks (this process one of
+  // them), made by those ranks only, without waiting for the others: a
+  // subgroup's (runtime/subgroup.hpp). Nothing when it cannot be made (the
+  // backend has no subsets): `error` says why.
+  struct SubsetSpec {
+    std::vector<int> ranks;      // in this group, in the subset's order
+    std::vector<int> node_keys;  // each one's node key in the subset (its first node mate's subset rank)
+    // The same on each of its ranks, different for every subset the same
+    // processes make over this group: tells their messages apart.
+    std::uint64_t identity = 0;
+    double timeout_seconds = 0;  // bounds a wait for a member that does not come (0: none)
+  };
+  virtual std::unique_ptr<Control> subset(const SubsetSpec& spec, std::string& error) = 0;
   // Why this backend makes no subsets, or null when it does.
   virtual const char* subsets_unsupported() const { return nullptr; }
 

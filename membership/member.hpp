@@ -15,9 +15,17 @@ namespace ringmend::membership {
 using MemberId = std::int32_t;
 inline constexpr MemberId kNoMember = -1;
 
+// How far a member is in one of its subgroups (runtime/subgroup.hpp): the
+// calls of it that it finished, at a build of the world's epoch.
+struct SubgroupProgress {
+  std::uint64_t identity = 0;  // the same on each of its members
+  std::int64_t finished = 0;
+};
+
 // What each member tells the others at the start of every epoch. Fixed size,
 // so that it travels in one MPI_Allgather.
 struct MemberInfo {
+  static constexpr int kSubgroupsListed = 16;
   // Identity and placement (filled in by the builder)
   MemberId id = kNoMember;        // kNoMember: a joiner, given an id in this epoch
   MemberId next_id = 0;           // the id the next joiner gets (members agree on it)
@@ -37,6 +45,11 @@ struct MemberInfo {
   std::int32_t finalizing = 0;
   std::int32_t errc = -1;         // Errc of an input error in collective seq, or -1
   std::int64_t held[2] = {0, 0};  // the collectives whose results it retains (for a catch-up)
+  // Its subgroups still running (up to kSubgroupsListed: the others are
+  // ended by a recovery of the world), for their survivors to judge alike
+  // whether each can go on (runtime/subgroup.cpp).
+  std::int32_t subgroups_listed = 0;
+  SubgroupProgress subgroups[kSubgroupsListed] = {};
   char error[196] = {};
   char node[64] = {};  // where it runs, as an operator names it (for the log)
 

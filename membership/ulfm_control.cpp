@@ -1,6 +1,9 @@
 #include "membership/ulfm_control.hpp"
 
+#include <string>
+
 #include "membership/address_exchange.hpp"
+#include "membership/ulfm_subset_control.hpp"
 #include "ringmend/core/error.hpp"
 
 namespace ringmend::membership {
@@ -70,23 +73,17 @@ std::optional<Control::Shrunk> UlfmControl::shrink(std::string& error) {
   return out;
 }
 
-// MPI_Comm_create_group: collective over the subset only (the other ranks
-// of this communicator may be anywhere), and it fails, rather than waits,
-// when one of them died (ULFM).
-std::unique_ptr<Control> UlfmControl::subset(const std::vector<int>& ranks, int tag, std::string& error) {
-  ulfm::GroupHandle all, some;
-  MPI_Comm_group(comm(), all.out());
-  if (int rc = MPI_Group_incl(all.get(), static_cast<int>(ranks.size()), ranks.data(), some.out());
-      rc != MPI_SUCCESS) {
-    error = "MPI_Group_incl: " + ulfm::error_string(rc);
-    return nullptr;
-  }
-  MPI_Comm made = MPI_COMM_NULL;
-  if (int rc = MPI_Comm_create_group(comm(), some.get(), tag, &made); rc != MPI_SUCCESS) {
-    error = "MPI_Comm_create_group: " + ulfm::error_string(rc);
-    return nullptr;
-  }
-  return std::make_unique<UlfmControl>(ulfm::CommHandle(made));
+// Point-to-point on this communicator (ulfm_subset_control.hpp says why
+// not a communicator of the subset's own): made at once, without a message.
+std::unique_ptr<Control> UlfmControl::subset(const SubsetSpec& spec, std::string& error) {
+  for (int r : spec.ranks)
+    if (r < 0 || r >= size_) {
+      error = "rank " + std::to_string(r) + " is not in the group";
+      return nullptr;
+    }
+  return std::make_unique<UlfmSubsetControl>(comm_.share(), spec.ranks, spec.node_keys,
+                                             UlfmSubsetControl::first_tag(comm(), spec.identity),
+                                             spec.identity, spec.timeout_seconds);
 }
 
 // Ranks sharing a node, from MPI (not from host names, which two "nodes" of

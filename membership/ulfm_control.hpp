@@ -40,7 +40,7 @@ class UlfmControl final : public Control {
                 std::vector<std::vector<std::byte>>& theirs) override;
   bool barrier() override { return MPI_Barrier(comm()) == MPI_SUCCESS; }
   std::optional<Shrunk> shrink(std::string& error) override;
-  std::unique_ptr<Control> subset(const std::vector<int>& ranks, int tag, std::string& error) override;
+  std::unique_ptr<Control> subset(const SubsetSpec& spec, std::string& error) override;
   std::optional<int> node_key() override;
   std::vector<int> known_failed() override { return ulfm::known_failed(comm()); }
 

@@ -230,6 +230,9 @@ struct Communicator::Impl final : transport::WaitContext {
   // has met every member): a node mate or a remote peer may still be
   // reading the last call's data from it when the subgroup is destroyed.
   void keep_until_end(std::unique_ptr<membership::Epoch> e) { subgroup_epochs_.push_back(std::move(e)); }
+  // A subgroup's call interrupted by a failure in the world: this member
+  // takes part in the world's recovery, idle before its next world call.
+  void recover_between_calls() { join_recovery(seq + 1); }
   // Every subgroup made of this communicator: those still alive when it
   // ends hand it their epochs, closed with its own (before MPI and UCX go).
   std::vector<std::weak_ptr<Subgroup>> subgroups;
@@ -237,8 +240,6 @@ struct Communicator::Impl final : transport::WaitContext {
   // number tells apart the control groups of the same members).
   std::map<std::vector<membership::MemberId>, int> subgroups_made;
   std::uint64_t splits_made = 0;  // Communicator::split calls (the same on every member)
-  // Bounds a call to MPI that may never return (recovery_watchdog()).
-  Watchdog mpi_watchdog(const std::string& what) const { return recovery_watchdog(what); }
   // The epoch's UCX worker is in use (transport::UcxContext::epoch_in_use).
   void ucx_in_use() { ucx_.epoch_in_use(); }
   // Expires when this communicator ends: what a subgroup that outlives it

@@ -17,6 +17,7 @@
 #include "ringmend/core/outcome.hpp"
 #include "runtime/communicator_impl.hpp"
 #include "runtime/request.hpp"
+#include "runtime/subgroup.hpp"
 
 namespace ringmend {
 namespace {
@@ -70,6 +71,11 @@ membership::MemberInfo Communicator::Impl::my_state(std::uint64_t call_seq) cons
   mine.seq = static_cast<std::int64_t>(call_seq);
   mine.held[0] = static_cast<std::int64_t>(retained_seq_[0]);
   mine.held[1] = static_cast<std::int64_t>(retained_seq_[1]);
+  for (const std::weak_ptr<Subgroup>& w : subgroups) {
+    const std::shared_ptr<Subgroup> s = w.lock();
+    if (!s || !s->running() || mine.subgroups_listed == membership::MemberInfo::kSubgroupsListed) continue;
+    mine.subgroups[mine.subgroups_listed++] = {s->identity(), static_cast<std::int64_t>(s->finished())};
+  }
   hang_.address_notices(mine);
   return mine;
 }

@@ -6,6 +6,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <thread>
@@ -14,19 +15,18 @@
 #include "coll/selector.hpp"
 #include "ringmend/core/log.hpp"
 #include "ringmend/core/progress_record.hpp"
-#include "runtime/watchdog.hpp"
 #include "transport/peer_watch.hpp"
 
 namespace ringmend {
 namespace {
 
 // The same on every member of the subgroup, different for each subgroup of
-// the same members this process made before: the tag of its control groups.
-int tag_of(const std::vector<membership::MemberId>& members, int made_before) {
+// the same members this process made before: names its control groups'
+// messages (with the world epoch each is built over).
+std::uint64_t identity_of(const std::vector<membership::MemberId>& members, int made_before) {
   std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the ids, then the count
   for (membership::MemberId id : members) h = (h ^ static_cast<std::uint32_t>(id)) * 1099511628211ULL;
-  h = (h ^ static_cast<std::uint64_t>(made_before)) * 1099511628211ULL;
-  return static_cast<int>(h % 32767);  // MPI guarantees tags up to 32767
+  return (h ^ static_cast<std::uint64_t>(made_before)) * 1099511628211ULL;
 }
 
 bool same_node(const membership::MemberInfo& m, const membership::MemberInfo& me) {
@@ -83,7 +83,8 @@ Subgroup::Subgroup(Communicator::Impl& world, std::weak_ptr<void> world_alive,
       name_(std::move(name)) {
   const membership::MemberId me = world_.epoch().my_id();
   rank_ = static_cast<int>(std::find(members_.begin(), members_.end(), me) - members_.begin());
-  tag_ = tag_of(members_, world_.subgroups_made[members_]++);
+  identity_ = identity_of(members_, world_.subgroups_made[members_]++);
+  judged_on_ = world_.epoch().number;
 }
 
 Subgroup::~Subgroup() {
@@ -163,18 +164,29 @@ void Subgroup::ensure_epoch() {
     epoch_->retire();
     world_.keep_until_end(std::move(epoch_));
   }
-  // MPI_Comm_create_group waits for ever for a member that died before it
-  // (Open MPI 5.0.7 with ULFM): one known dead ends the subgroup here.
+  if (judged_on_ != world.number) judge(world);
+  // A member already known dead ends the subgroup before its build waits
+  // for it.
   if (const std::vector<int> dead = dead_among(world, ranks); !dead.empty()) {
     end(Errc::MemberLost, name_ + ": member " + ids_of(world, dead) +
                               " failed; subgroups do not recover yet (docs/subgroups.md): the world "
                               "communicator recovers at its next call; split it again");
   }
-  // A death inside the making itself cannot be told to MPI: past
-  // RINGMEND_RECOVERY_TIMEOUT the process ends, with the reason, rather than hang.
-  const Watchdog bound = world_.mpi_watchdog(name_ + ": making its communicator");
+  membership::Control::SubsetSpec spec;
+  spec.ranks = ranks;
+  for (int r : ranks) {
+    // Its node key in the subgroup: the subgroup rank of its first node mate.
+    const int world_key = world.infos.at(static_cast<std::size_t>(r)).node_key;
+    int key = 0;
+    while (world.infos.at(static_cast<std::size_t>(ranks[static_cast<std::size_t>(key)])).node_key !=
+           world_key)
+      ++key;
+    spec.node_keys.push_back(key);
+  }
+  spec.identity = (identity_ ^ world.number) * 1099511628211ULL;
+  spec.timeout_seconds = world_.settings().timeout_seconds;
   std::string error;
-  std::unique_ptr<membership::Control> ctrl = world.ctrl->subset(ranks, tag_, error);
+  std::unique_ptr<membership::Control> ctrl = world.ctrl->subset(spec, error);
   if (!ctrl) end(Errc::MemberLost, name_ + ": its control group could not be made: " + error);
   membership::MemberInfo mine;
   mine.seq = static_cast<std::int64_t>(seq_);
@@ -192,6 +204,9 @@ void Subgroup::ensure_epoch() {
   epoch_ = std::move(built);
   built_on_ = world.number;
   if (!epoch_->ready) {
+    // The world's recovery under way revokes the communicator the build
+    // talks on: the caller joins that recovery and builds again.
+    if (world_.epoch().failure_noticed()) throw transport::Interrupted(name_ + ": the world is recovering");
     const auto [code, why] = interruption("its epoch could not be built");
     end(code, why);
   }
@@ -199,7 +214,53 @@ void Subgroup::ensure_epoch() {
                            std::to_string(size()) + " ranks (" + builder.laps() + ")");
 }
 
+void Subgroup::recover_world() {
+  if (epoch_) {
+    epoch_->retire();
+    world_.keep_until_end(std::move(epoch_));
+  }
+  world_.recover_between_calls();
+}
+
+void Subgroup::judge(const membership::Epoch& world) {
+  // Every survivor of the subgroup reads the same table (the world epoch's
+  // exchange), so every one decides alike, at its next use of the subgroup.
+  judged_on_ = world.number;
+  std::int64_t least = INT64_MAX, most = -1;
+  std::string unlisted, counts;
+  for (membership::MemberId id : members_) {
+    const auto at = std::find(world.members.begin(), world.members.end(), id);
+    if (at == world.members.end()) continue;  // lost: ensure_epoch() says so
+    const membership::MemberInfo& info = world.infos.at(static_cast<std::size_t>(at - world.members.begin()));
+    const auto* end = info.subgroups +
+                      std::max(0, std::min(info.subgroups_listed, membership::MemberInfo::kSubgroupsListed));
+    const auto* mine = std::find_if(
+        info.subgroups, end, [&](const membership::SubgroupProgress& p) { return p.identity == identity_; });
+    if (mine == end) {
+      unlisted += (unlisted.empty() ? "" : ", ") + std::to_string(id);
+      continue;
+    }
+    least = std::min(least, mine->finished);
+    most = std::max(most, mine->finished);
+    counts += (counts.empty() ? "" : ", ") + std::to_string(id) + ": " + std::to_string(mine->finished);
+  }
+  if (!unlisted.empty())
+    end(Errc::MemberLost, name_ + ": ended by the world's recovery: member " + unlisted +
+                              " no longer runs it (it ended there, or it is one of more than " +
+                              std::to_string(membership::MemberInfo::kSubgroupsListed) +
+                              " subgroups of that process); split the world communicator again");
+  if (least != most)
+    end(Errc::MemberLost,
+        name_ + ": ended by the world's recovery: some members had finished call #" + std::to_string(most) +
+            " while others had not (calls finished by member " + counts +
+            "), and subgroups do not hand a finished call's result over yet (docs/subgroups.md); split the "
+            "world communicator again");
+}
+
 void Subgroup::check() {
+  // A recovery of the world needs every survivor, this one too: its waits
+  // give way to it, and the call goes on after it (call()).
+  if (world_.epoch().failure_noticed()) throw transport::Interrupted(name_ + ": the world is recovering");
   if (epoch_->failure_noticed())
     throw transport::Interrupted(name_ + ": a member failed or the subgroup was ended");
   const std::uint64_t now = progress::monotonic_ns();
@@ -218,30 +279,55 @@ void Subgroup::check() {
 CollectiveResult Subgroup::call(const CollectiveCall& c) {
   if (!ended_.empty()) throw Error(ended_code_, ended_);
   ++seq_;
-  deadline_ns_ = 0;
+  const ScopedFlag in_call(in_call_);
   std::string bad = validate_call(c, rank_, size());
   if (bad.empty() && c.kind == coll::CollectiveKind::Allreduce &&
       (c.memory == MemoryKind::Cuda ||
        (c.count > 0 && (is_gpu_pointer(c.input) || is_gpu_pointer(c.output)))))
     bad = name_ + ": GPU buffers are not taken on subgroups yet (the world communicator takes them)";
-  ensure_epoch();
-  // Bad input ends the subgroup on every rank: this one revokes it, and the
-  // others, waiting for its part, are interrupted (interruption() words it).
-  if (!bad.empty()) end(Errc::InvalidArgument, name_ + ": " + bad);
-  try {
-    execute(c);
-  } catch (const transport::Interrupted& e) {
-    const auto [code, why] = interruption(e.what());
-    end(code, why);
-  } catch (const transport::Mismatch& e) {
-    end(Errc::Mismatch, name_ + ": " + e.what());
-  } catch (const Error& e) {
-    end(e.code(), e.what());
+  // A recovery of the world interrupts the call: this process takes part in
+  // it, then the subgroup judges whether it can go on (judge()) and runs
+  // the call again over its new epoch; its inputs are intact (the
+  // algorithms only read them).
+  bool ran_again = false;
+  for (;; ran_again = true) {  // each `continue` runs it again
+    deadline_ns_ = 0;
+    try {
+      ensure_epoch();
+    } catch (const transport::Interrupted&) {
+      recover_world();
+      continue;
+    }
+    // Bad input ends the subgroup on every rank: this one revokes it, and the
+    // others, waiting for its part, are interrupted (interruption() words it).
+    if (!bad.empty()) end(Errc::InvalidArgument, name_ + ": " + bad);
+    try {
+      execute(c);
+      break;
+    } catch (const transport::Interrupted& e) {
+      if (world_.epoch().failure_noticed()) {
+        recover_world();
+        continue;
+      }
+      const auto [code, why] = interruption(e.what());
+      // No member of the subgroup died: the world's failure may have shown
+      // meanwhile (then it is the interruption's cause).
+      if (code != Errc::MemberLost && world_.epoch().failure_noticed()) {
+        recover_world();
+        continue;
+      }
+      end(code, why);
+    } catch (const transport::Mismatch& e) {
+      end(Errc::Mismatch, name_ + ": " + e.what());
+    } catch (const Error& e) {
+      end(e.code(), e.what());
+    }
   }
   world_.ucx_in_use();
   CollectiveResult result;
   result.contributors = size();
   result.epoch = built_on_;
+  result.recovered = ran_again;
   return result;
 }
 
@@ -263,6 +349,11 @@ void Subgroup::execute(const CollectiveCall& c) {
       const bool in_place = c.input == c.output;
       if (in_place && scratch_.size() < bytes) scratch_.resize(bytes);
       call.allreduce = {c.input, in_place ? scratch_.data() : c.output, c.count, c.type, c.op, seq_};
+      // Where it can (one node, large messages), the call finishes on every
+      // member or on none: a recovery of the world that interrupts it then
+      // finds the members even, and the subgroup goes on (judge()).
+      call.allreduce.finish_together =
+          coll::select(call.kind, bytes, e.layout, tuning).finishes_together(e.layout, e.channels());
       run(call, bytes);
       if (in_place) std::memcpy(c.output, scratch_.data(), bytes);
       return;
@@ -304,6 +395,7 @@ std::unique_ptr<Communicator> Communicator::make_subgroup(std::vector<int> membe
     if (const char* why = world.epoch().ctrl->subsets_unsupported())
       throw Error(Errc::InvalidArgument, name + ": " + why);
     auto sub = std::make_shared<Subgroup>(world, world.alive, std::move(members), name);
+    std::erase_if(world.subgroups, [](const std::weak_ptr<Subgroup>& w) { return w.expired(); });
     world.subgroups.push_back(sub);
     return std::unique_ptr<Communicator>(new Communicator(world, std::move(sub)));
   });

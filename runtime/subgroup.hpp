@@ -46,6 +46,11 @@ class Subgroup final : public transport::WaitContext {
   int size() const { return static_cast<int>(members_.size()); }
   const std::vector<membership::MemberId>& members() const { return members_; }
   std::uint64_t calls() const { return seq_; }
+  // Names it the same on each of its members (MemberInfo::subgroups).
+  std::uint64_t identity() const { return identity_; }
+  // The calls this process finished, and whether it runs more.
+  std::uint64_t finished() const { return in_call_ ? seq_ - 1 : seq_; }
+  bool running() const { return ended_.empty() && !world_gone(); }
   // The world epoch the subgroup's epoch was last built over (its "epoch").
   std::uint64_t world_epoch() const { return built_on_; }
   Communicator::Impl& world() { return world_; }
@@ -71,6 +76,12 @@ class Subgroup final : public transport::WaitContext {
   // when a member is gone from the world or died during the build.
   void ensure_epoch();
   void execute(const CollectiveCall& c);
+  // Takes part in the world's recovery that interrupted this call.
+  void recover_world();
+  // After a recovery of the world: whether the subgroup can go on, from
+  // every member's progress in the world epoch's exchange (the same on
+  // each): it ends unless every member finished as many of its calls.
+  void judge(const membership::Epoch& world);
   // Ends the subgroup: every later call throws `code` with `why`.
   [[noreturn]] void end(Errc code, const std::string& why);
   // Why the call was interrupted: the members the control group reports
@@ -82,10 +93,12 @@ class Subgroup final : public transport::WaitContext {
   std::vector<membership::MemberId> members_;
   std::string name_;
   int rank_ = 0;
-  int tag_ = 0;  // of its control groups (Control::subset)
+  std::uint64_t identity_ = 0;  // of its control groups' messages (Control::subset)
   std::unique_ptr<membership::Epoch> epoch_;
   std::uint64_t built_on_ = 0;
   std::uint64_t seq_ = 0;
+  bool in_call_ = false;
+  std::uint64_t judged_on_ = 0;  // the world epoch whose members' progress it last judged
   Errc ended_code_ = Errc::MemberLost;
   std::string ended_;  // why the subgroup runs no more calls; empty while it does
   std::vector<std::byte> scratch_;

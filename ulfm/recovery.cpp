@@ -43,6 +43,17 @@ bool is_failure_error(int code) {
 #endif
 }
 
+bool is_process_failure(int code) {
+#if RINGMEND_HAVE_ULFM
+  int cls = 0;
+  MPI_Error_class(code, &cls);
+  return cls == MPIX_ERR_PROC_FAILED;
+#else
+  (void)code;
+  return false;
+#endif
+}
+
 bool is_revoked(MPI_Comm comm) {
 #if RINGMEND_HAVE_ULFM
   int flag = 0;

@@ -34,6 +34,9 @@ std::string error_string(int code);
 // True for the error classes that mean "a process failed or the communicator
 // was revoked": the signal to start recovery.
 bool is_failure_error(int code);
+// True for the class that means "the peer of this operation failed" (not a
+// revoked communicator).
+bool is_process_failure(int code);
 
 // Watches a control communicator for process failures and revocation.
 //

@@ -173,8 +173,7 @@ std::optional<Control::Shrunk> NativeControl::shrink(std::string& /*error*/) {
   return out;
 }
 
-std::unique_ptr<Control> NativeControl::subset(const std::vector<int>& /*ranks*/, int /*tag*/,
-                                               std::string& error) {
+std::unique_ptr<Control> NativeControl::subset(const SubsetSpec& /*spec*/, std::string& error) {
   error = subsets_unsupported();
   return nullptr;
 }

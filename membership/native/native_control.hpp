@@ -93,7 +93,7 @@ class NativeControl final : public Control {
   std::optional<Shrunk> shrink(std::string& error) override;
   // Not yet: the view's all-gathers are numbered per view, the same count
   // on every process of it, which a subset's own would break.
-  std::unique_ptr<Control> subset(const std::vector<int>& ranks, int tag, std::string& error) override;
+  std::unique_ptr<Control> subset(const SubsetSpec& spec, std::string& error) override;
   const char* subsets_unsupported() const override;
   std::optional<int> node_key() override;
   std::vector<int> known_failed() override { return {}; }

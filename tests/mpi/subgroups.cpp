@@ -16,6 +16,12 @@
 //                  a 16 MiB call of its row: member 2 gets MemberLost in
 //                  that round or the next (when the call had ended on its
 //                  side first), never a wrong result.
+//   --kill=outside member 3 SIGKILLs itself in round 5, while the row
+//                  {0,1} runs calls of 64 KiB until one of them reports
+//                  that it ran again after the world's recovery (a
+//                  recovery needs every survivor: the row's members join
+//                  it from inside their call, then finish the call); every
+//                  result exact, the row never ended.
 //   --bad-input    rank 1 passes a null buffer in its row's round 3: it
 //                  gets InvalidArgument, rank 0 an error, both at once;
 //                  the row {2,3} and the world go on.
@@ -31,6 +37,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -259,6 +266,55 @@ void bad_input(Communicator& world, int me) {
   }
 }
 
+// --kill=outside: a death outside the row {0,1} interrupts its calls.
+void death_outside_row(Communicator& world, int me) {
+  auto rows = world.split(me / 2, me);
+  const std::vector<int> row_members = rows->member_ids();
+  for (int round = 0; round < 8; ++round) {
+    if (me == 3 && round == 5) raise(SIGKILL);
+    if (me < 2 && round == 5) {
+      bool ran_again = false;
+      int calls = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      // Both members stop at the same call: the row agrees on whether
+      // either saw it (Max of a flag, itself a call that may run again).
+      // Every call is larger than RINGMEND_SMALL_BYTES, so that it finishes
+      // on both members or on neither (a call one member finished ends the
+      // subgroup: docs/subgroups.md).
+      std::vector<int> flags(16384);
+      for (int agreed = 0; agreed == 0;) {
+        std::vector<float> x = values(me, 16384, round + calls);
+        CollectiveResult r = rows->allreduce(x.data(), x.size(), DataType::Float32, ReduceOp::Sum);
+        expect(sums_match(x, row_members, round + calls), "row allreduce " + std::to_string(calls), me);
+        ran_again = ran_again || r.recovered;
+        const bool late = std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10);
+        std::fill(flags.begin(), flags.end(), ran_again || late ? 1 : 0);
+        r = rows->allreduce(flags.data(), flags.size(), DataType::Int32, ReduceOp::Max);
+        agreed = flags[0];
+        ran_again = ran_again || r.recovered;
+        ++calls;
+      }
+      expect(ran_again, "a row call ran again after the world's recovery (within 10 s)", me);
+      std::printf("member %d: the row's call ran again after the world's recovery (%d calls)\n", me, calls);
+    } else {
+      std::vector<float> x = values(me, 5000, round);
+      try {
+        rows->allreduce(x.data(), x.size(), DataType::Float32, ReduceOp::Sum);
+        expect(sums_match(x, row_members, round), "row allreduce, round " + std::to_string(round), me);
+        expect(me < 2 || round < 5, "the row {2,3} ends at round 5", me);
+      } catch (const Error& e) {
+        expect(me == 2 && round >= 5 && e.code() == Errc::MemberLost,
+               "only member 2's row ends: " + std::string(e.what()), me);
+      }
+    }
+    std::vector<float> w = values(me, 16, round);
+    world.allreduce(w.data(), w.size(), DataType::Float32, ReduceOp::Sum);
+    expect(sums_match(w, round < 5 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0, 1, 2}, round),
+           "world allreduce, round " + std::to_string(round), me);
+  }
+  expect(world.size() == 3, "the world lost member 3 (the kill landed)", me);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -286,6 +342,8 @@ int main(int argc, char** argv) {
       failure_free(world, me);
     else if (mode == "--kill=before" || mode == "--kill=during")
       row_mate_dies(world, me, mode == "--kill=during");
+    else if (mode == "--kill=outside")
+      death_outside_row(world, me);
     else if (mode == "--bad-input")
       bad_input(world, me);
     else if (mode.rfind("--survive=", 0) == 0)

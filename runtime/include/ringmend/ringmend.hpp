@@ -40,6 +40,7 @@ namespace ringmend {
 
 // What a collective call reports besides its data.
 struct CollectiveResult {
+  // On a subgroup, `recovered` says that the call ran again after a recovery of the world.
   bool recovered = false;     // the membership changed in this call (a failure recovered, spares admitted)
   std::vector<int> lost;      // ids of the members lost during this call
   std::vector<int> joined;    // ids of the members admitted in this call (spares)
