@@ -8,6 +8,7 @@
 export SLURM_CONF=${SLURM_CONF:-${RINGMEND_CLUSTER_DIR:-/tmp/ringmend-cluster}/slurm.conf}
 test_name=$(basename "$0" .sh)
 fails=0
+failed_checks=()
 work=$(mktemp -d)
 job_ids=()
 
@@ -19,9 +20,16 @@ pass() { echo "PASS: $*"; }
 fail() {
   echo "FAIL: $*"
   fails=$((fails + 1))
+  failed_checks+=("$*")
 }
+# The failed checks again at the end, where a log cut to its head and tail
+# still shows them.
 finish() {
-  [ "$fails" -eq 0 ] || { echo "$test_name: $fails check(s) failed"; exit 1; }
+  if [ "$fails" -ne 0 ]; then
+    echo "$test_name: $fails check(s) failed:"
+    printf '  FAIL: %s\n' "${failed_checks[@]}"
+    exit 1
+  fi
   echo "$test_name: all checks passed"
   exit 0
 }
