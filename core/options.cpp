@@ -56,6 +56,11 @@ std::string text_of(const T& v) {
   s << std::boolalpha << v;
   return s.str();
 }
+std::string text_of(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& item : v) s += (s.empty() ? "" : ",") + item;
+  return s;
+}
 
 // One setting: the value set in code if any, else the variable's, else the
 // default already in `out`; every source is checked by `valid`.
@@ -107,7 +112,35 @@ bool parse_debug_topo(const std::string& name, const std::string& value) {
 std::string parse_text(const std::string&, const std::string& value) { return value; }
 bool any_text(const std::string&) { return true; }
 
+// Device names travel in a Location's 24-byte NIC field (topo/location.hpp).
+constexpr std::size_t kDeviceNameMax = 23;
+constexpr std::size_t kDevicesMax = 16;
+
+// An empty list (set in code) is the default: no rail devices.
+bool valid_device_list(const std::vector<std::string>& devices) {
+  if (devices.size() > kDevicesMax) return false;
+  return std::all_of(devices.begin(), devices.end(), [](const std::string& d) {
+    return !d.empty() && d.size() <= kDeviceNameMax && std::all_of(d.begin(), d.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == ':';
+    });
+  });
+}
+
 }  // namespace
+
+std::vector<std::string> parse_device_list(const std::string& name, const std::string& value) {
+  std::vector<std::string> devices;
+  for (std::size_t start = 0; start <= value.size();) {
+    const std::size_t end = std::min(value.find(',', start), value.size());
+    devices.push_back(value.substr(start, end - start));
+    start = end + 1;
+  }
+  if (!valid_device_list(devices))
+    bad(name, value,
+        "a comma-separated list of 1-16 network device names (letters, digits, _ - . :, at most 23 "
+        "characters each), e.g. eth1,eth2 or mlx5_0:1,mlx5_1:1");
+  return devices;
+}
 
 std::size_t parse_size(const std::string& name, const std::string& value) {
   const std::string expected = "a positive byte count such as 65536, 64K or 1M";
@@ -300,6 +333,9 @@ void resolve_rest(const Options& o, Settings& s) {
   const Source<std::string> texts{o.read_environment};
   flags.take(s.ucx_workers_ahead, o.ucx_workers_ahead, "ucx_workers_ahead", "RINGMEND_UCX_WORKERS_AHEAD",
              parse_bool, any_bool, "a boolean");
+  const Source<std::vector<std::string>> lists{o.read_environment};
+  lists.take(s.rail_devices, o.rail_devices, "rail_devices", "RINGMEND_RAIL_DEVICES", parse_device_list,
+             valid_device_list, "1-16 network device names of at most 23 characters");
   flags.take(s.nccl, o.nccl, "nccl", "RINGMEND_NCCL", parse_bool, any_bool, "a boolean");
   flags.take(s.nccl_shrink, o.nccl_shrink, "nccl_shrink", "RINGMEND_NCCL_SHRINK", parse_bool, any_bool,
              "a boolean");

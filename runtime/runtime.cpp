@@ -303,6 +303,24 @@ void wait_as_spare(Runtime::Impl& impl, Communicator::Impl& comm) {
   tell_launcher(impl.outcome_fd, std::string(outcome::kAdmitted) + "=1");
 }
 
+// RINGMEND_RAIL_DEVICES named the NICs: this process's is the one of its
+// launcher local rank, shown in its Location (the plan every rank logs and
+// ringmend-topo prints). UCX_NET_DEVICES set by the user wins over both.
+void choose_rail_device(const std::vector<std::string>& devices, topo::Self& self) {
+  if (devices.empty()) return;
+  if (std::getenv("UCX_NET_DEVICES")) {
+    log(LogLevel::Warn, "RINGMEND_RAIL_DEVICES is ignored: UCX_NET_DEVICES=" +
+                            std::string(std::getenv("UCX_NET_DEVICES")) + " is set and UCX follows it");
+    return;
+  }
+  const int local = ulfm::launcher_local_rank();
+  self.ucx_net_device = topo::rail_device(devices, local);
+  topo::set_nic(self.where, self.ucx_net_device);
+  log(LogLevel::Debug, "rail device " + self.ucx_net_device + " (launcher local rank " +
+                           (local < 0 ? std::string("unknown") : std::to_string(local)) + " of " +
+                           std::to_string(devices.size()) + " RINGMEND_RAIL_DEVICES)");
+}
+
 }  // namespace
 
 void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& state) {
@@ -323,7 +341,8 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
   // nearest the GPU the program already works on, if any, so that each
   // local rank's rail leaves through its GPU's NIC.
   const std::string gpu = gpu_in_use();
-  const topo::Self self = topo::inspect_self(gpu);
+  topo::Self self = topo::inspect_self(gpu);
+  choose_rail_device(impl_->settings.rail_devices, self);
   if (!gpu.empty())
     log(LogLevel::Debug,
         "GPU " + gpu + " in use; UCX network device: " +

@@ -104,6 +104,17 @@ std::string ucx_net_device_near_pci(hwloc_topology_t topo, const std::string& pc
   return attached ? ucx_net_device(topo, attached->cpuset) : std::string();
 }
 
+std::string rail_device(std::span<const std::string> devices, int local_rank) {
+  if (devices.empty()) return {};
+  const auto index = static_cast<std::size_t>(std::max(local_rank, 0)) % devices.size();
+  return devices[index];
+}
+
+void set_nic(Location& where, std::string_view device) noexcept {
+  std::fill(std::begin(where.nic), std::end(where.nic), '\0');
+  std::copy_n(device.begin(), std::min(device.size(), sizeof(where.nic) - 1), where.nic);
+}
+
 std::string describe(const Location& where) {
   std::string s = "pkg " + index_text(where.package) + " numa " + index_text(where.numa) + " l3 " +
                   index_text(where.l3) + " core " + index_text(where.core);

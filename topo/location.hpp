@@ -5,7 +5,9 @@
 #include <hwloc.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 namespace ringmend::topo {
@@ -59,6 +61,16 @@ std::string ucx_net_device(hwloc_topology_t topo, hwloc_const_cpuset_t binding) 
 // one attached nearest to where the device is attached (its first non-I/O
 // ancestor). Empty also when the bus id is unknown to `topo`.
 std::string ucx_net_device_near_pci(hwloc_topology_t topo, const std::string& pci_bus_id) noexcept;
+
+// The NICs named for the rails (RINGMEND_RAIL_DEVICES): the process of
+// launcher local rank `local_rank` uses devices[local_rank mod n], so that on
+// every node rail i (carried by local rank i when the ranks are placed in
+// local-rank order) leaves through the same NIC. Empty when `devices` is;
+// a negative local rank counts as 0.
+std::string rail_device(std::span<const std::string> devices, int local_rank);
+// Names the NIC this process uses in its Location, which every rank sees in
+// the plan (cut to the field's size).
+void set_nic(Location& where, std::string_view device) noexcept;
 
 // One line: "pkg 0 numa 1 l3 1 core 5 gpu cuda0 nic mlx5_0"; unknown indexes
 // print as "?", missing devices are left out.

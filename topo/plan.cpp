@@ -1,6 +1,7 @@
 #include "topo/plan.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <stdexcept>
 #include <tuple>
@@ -12,6 +13,25 @@ std::string join(const std::vector<int>& ranks) {
   std::string s;
   for (int r : ranks) s += (s.empty() ? "" : " ") + std::to_string(r);
   return s;
+}
+
+// "  nic eth1" when every member of a rail names the same NIC, "  nics eth1
+// eth2 (mixed)" when they differ: a rail whose members use different NICs
+// sends through both, and its bandwidth is not one NIC's of its own.
+std::string rail_nics(const std::vector<int>& rail, std::span<const Location> where) {
+  std::vector<std::string> nics;
+  for (int r : rail) {
+    const auto i = static_cast<std::size_t>(r);
+    if (i >= where.size()) return {};
+    const std::string nic(where[i].nic, strnlen(where[i].nic, sizeof(where[i].nic)));
+    if (nic.empty()) return {};
+    if (std::find(nics.begin(), nics.end(), nic) == nics.end()) nics.push_back(nic);
+  }
+  if (nics.empty()) return {};
+  if (nics.size() == 1) return "  nic " + nics.front();
+  std::string s = "  nics";
+  for (const std::string& nic : nics) s += " " + nic;
+  return s + " (mixed)";
 }
 
 }  // namespace
@@ -80,7 +100,7 @@ std::string describe(const Plan& plan, std::span<const Location> where, std::spa
     }
   }
   for (std::size_t i = 0; i < plan.rails.size(); ++i)
-    s += "rail " + std::to_string(i) + ": " + join(plan.rails[i]) + "\n";
+    s += "rail " + std::to_string(i) + ": " + join(plan.rails[i]) + rail_nics(plan.rails[i], where) + "\n";
   s += "ring: " + join(plan.ring) + "\n";
   return s;
 }

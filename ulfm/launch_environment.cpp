@@ -55,6 +55,15 @@ std::string srun_without_pmix_notice(const EnvLookup& env, int mpi_world_size) {
          "Launch with 'srun --mpi=pmix' (or ask for MpiDefault=pmix in slurm.conf), or use ringmend-run";
 }
 
+int launcher_local_rank(const EnvLookup& env) {
+  for (const char* variable : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char* v = env(variable)) {
+      const auto local = parse_whole<unsigned>(v);
+      return local && *local <= (1u << 20) ? static_cast<int>(*local) : -1;
+    }
+  return -1;
+}
+
 bool mpi_should_yield_when_idle(const EnvLookup& env, unsigned machine_cpus) {
   if (env("OMPI_MCA_mpi_yield_when_idle")) return false;  // the user's choice stands
   const auto ranks = parse_whole<unsigned>(env("OMPI_COMM_WORLD_LOCAL_SIZE"));

@@ -25,6 +25,12 @@ enum class Launcher {
 };
 Launcher detect_launcher(const EnvLookup& env = process_environment());
 
+// This process's rank among the job's processes on its node, as its
+// launcher says it (Open MPI's OMPI_COMM_WORLD_LOCAL_RANK, MPICH's
+// MPI_LOCALRANKID, Slurm's SLURM_LOCALID, in that order); -1 when none says
+// it, or says something that is not a whole number.
+int launcher_local_rank(const EnvLookup& env = process_environment());
+
 // What a rank should print when it runs without fault tolerance because
 // srun started it: why (Slurm ends the whole step when one rank dies) and
 // how to get fault tolerance instead.

@@ -230,3 +230,29 @@ TEST(Config, BadValuesInCodeNameTheField) {
   EXPECT_THROW(Options{}.resolve(), Error);
   ::unsetenv("RINGMEND_SHM_DEPTH");
 }
+
+TEST(Config, RailDevices) {
+  EXPECT_TRUE(Options{}.resolve().rail_devices.empty());
+  EXPECT_EQ(parse_device_list("D", "eth1,eth2"), (std::vector<std::string>{"eth1", "eth2"}));
+  EXPECT_EQ(parse_device_list("D", "mlx5_0:1"), (std::vector<std::string>{"mlx5_0:1"}));
+  for (const char* v : {"", ",", "eth1,", ",eth1", "eth1,,eth2", "eth 1", "eth1;eth2",
+                        "a_device_name_of_24_char", "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q"}) {
+    try {
+      parse_device_list("RINGMEND_RAIL_DEVICES", v);
+      FAIL() << "accepted '" << v << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::BadEnvironment);
+      EXPECT_NE(std::string(e.what()).find("RINGMEND_RAIL_DEVICES"), std::string::npos);
+    }
+  }
+  ::setenv("RINGMEND_RAIL_DEVICES", "eth1,eth2", 1);
+  EXPECT_EQ(Options{}.resolve().rail_devices, (std::vector<std::string>{"eth1", "eth2"}));
+  Options in_code;
+  in_code.rail_devices = std::vector<std::string>{"ib0"};  // code wins over the environment
+  EXPECT_EQ(in_code.resolve().rail_devices, (std::vector<std::string>{"ib0"}));
+  in_code.rail_devices = std::vector<std::string>{"bad name"};
+  EXPECT_THROW(in_code.resolve(), Error);
+  ::setenv("RINGMEND_RAIL_DEVICES", "eth1,,eth2", 1);
+  EXPECT_THROW(Options{}.resolve(), Error);
+  ::unsetenv("RINGMEND_RAIL_DEVICES");
+}

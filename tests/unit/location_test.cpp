@@ -5,6 +5,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "topo/hwloc_handle.hpp"
 
@@ -205,4 +206,23 @@ TEST(Location, UcxNetDeviceFollowsTheGpu) {
   EXPECT_EQ(ucx_net_device_near_pci(topo.get(), "0000:ee:00.0"), "");  // not in this machine
   EXPECT_EQ(ucx_net_device_near_pci(topo.get(), ""), "");
   EXPECT_EQ(ucx_net_device_near_pci(nullptr, "0000:01:00.0"), "");
+}
+
+TEST(Location, RailDeviceByLocalRank) {
+  const std::vector<std::string> two{"eth1", "eth2"};
+  EXPECT_EQ(rail_device(two, 0), "eth1");
+  EXPECT_EQ(rail_device(two, 1), "eth2");
+  EXPECT_EQ(rail_device(two, 2), "eth1");   // more local ranks than NICs: NIC i mod n
+  EXPECT_EQ(rail_device(two, -1), "eth1");  // no local rank known
+  EXPECT_EQ(rail_device({}, 3), "");
+}
+
+TEST(Location, SetNicShowsInTheDescriptionAndIsCutToTheField) {
+  Location l;
+  set_nic(l, "eth2");
+  EXPECT_EQ(describe(l), "pkg ? numa ? l3 ? core ? nic eth2");
+  set_nic(l, std::string(40, 'x'));
+  EXPECT_EQ(std::string(l.nic), std::string(sizeof(l.nic) - 1, 'x'));
+  set_nic(l, "ib0");  // a shorter name leaves nothing of the longer one
+  EXPECT_EQ(std::string(l.nic), "ib0");
 }

@@ -233,3 +233,16 @@ TEST(Plan, Describe) {
   // Missing world ranks or locations leave those fields out.
   EXPECT_NE(describe(plan, {}, {}).find("  local 1: rank 1  (no rail)"), std::string::npos);
 }
+
+TEST(Plan, DescribeNamesEachRailsNic) {
+  // Two nodes of two ranks, each local rank on its own NIC (RINGMEND_RAIL_DEVICES).
+  std::vector<Location> where = unknown(4);
+  for (std::size_t r = 0; r < 4; ++r) set_nic(where[r], r % 2 == 0 ? "eth1" : "eth2");
+  std::string text = describe(make_plan(Ranks{0, 0, 2, 2}, where, 0), where, {});
+  EXPECT_NE(text.find("rail 0: 0 2  nic eth1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rail 1: 1 3  nic eth2\n"), std::string::npos) << text;
+  // After node 0 lost its first rank, its rail crosses from one NIC to the other.
+  std::vector<Location> after = {where[1], where[2], where[3]};
+  text = describe(make_plan(Ranks{0, 1, 1}, after, 0), after, {});
+  EXPECT_NE(text.find("rail 0: 0 1  nics eth2 eth1 (mixed)\n"), std::string::npos) << text;
+}

@@ -10,6 +10,7 @@
 using namespace ringmend::slurm;
 using ringmend::ulfm::detect_launcher;
 using ringmend::ulfm::Launcher;
+using ringmend::ulfm::launcher_local_rank;
 using ringmend::ulfm::mpi_should_yield_when_idle;
 using ringmend::ulfm::open_mpi_settings;
 using ringmend::ulfm::return_init_errors;
@@ -217,4 +218,16 @@ TEST(Launcher, TheRuntimesMpiInitReturnsItsErrorUnlessTheUserChose) {
   ASSERT_TRUE(s);
   EXPECT_EQ(std::string(s->variable) + "=" + s->value, "OMPI_MCA_mpi_initial_errhandler=mpi_errors_return");
   EXPECT_FALSE(return_init_errors(lookup({{"OMPI_MCA_mpi_initial_errhandler", "mpi_errors_are_fatal"}})));
+}
+
+TEST(Launcher, LocalRankFromWhicheverLauncherSaysIt) {
+  EXPECT_EQ(launcher_local_rank(lookup({})), -1);
+  EXPECT_EQ(launcher_local_rank(lookup({{"OMPI_COMM_WORLD_LOCAL_RANK", "3"}})), 3);
+  EXPECT_EQ(launcher_local_rank(lookup({{"MPI_LOCALRANKID", "1"}})), 1);
+  EXPECT_EQ(launcher_local_rank(lookup({{"SLURM_LOCALID", "2"}})), 2);
+  // mpirun inside an allocation: Open MPI's own count, not the srun that
+  // started PRRTE's daemon.
+  EXPECT_EQ(launcher_local_rank(lookup({{"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"SLURM_LOCALID", "0"}})), 1);
+  EXPECT_EQ(launcher_local_rank(lookup({{"OMPI_COMM_WORLD_LOCAL_RANK", "one"}})), -1);
+  EXPECT_EQ(launcher_local_rank(lookup({{"SLURM_LOCALID", "-2"}})), -1);
 }

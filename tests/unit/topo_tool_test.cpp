@@ -88,6 +88,22 @@ TEST(TopoTool, SimulatesASyntheticMachine) {
   EXPECT_NE(run.out.find("ring: 0 1 2 3 4 5 6 7"), std::string::npos) << run.out;
 }
 
+TEST(TopoTool, RailDevicesGoToLocalRanks) {
+  const ToolRun run = tool("--synthetic 'pack:1 core:2 pu:1' --ranks 6 --nodes 3 --rail-devices eth1,eth2");
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("rail devices: local rank i of a node uses NIC i mod 2: 0 -> eth1 1 -> eth2"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("  local 1: rank 3 (world 3)  pkg 0 numa 0 l3 ? core 1 nic eth2\n"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("rail 0: 0 2 4  nic eth1\n"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("rail 1: 1 3 5  nic eth2\n"), std::string::npos) << run.out;
+  const ToolRun none = tool("--synthetic 'pack:1 core:2 pu:1' --ranks 2");
+  EXPECT_NE(none.out.find("rail devices: none named"), std::string::npos) << none.out;
+  EXPECT_EQ(tool("--synthetic 'pack:1 core:2 pu:1' --ranks 2 --rail-devices ''").status, 2);
+}
+
 TEST(TopoTool, XmlWithBindList) {
   const ToolRun run = tool("--xml '" + kXml + "' --bind 7,0");
   EXPECT_EQ(run.status, 0) << run.out;

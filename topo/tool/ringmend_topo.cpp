@@ -43,6 +43,7 @@ struct Options {
   std::string what;  // XML file or synthetic description
   std::optional<int> ranks, nodes;
   std::vector<int> bind;
+  std::vector<std::string> rail_devices;
 };
 
 // Reads argv. --help prints the usage and exits 0; a bad flag or value
@@ -83,6 +84,13 @@ Options parse(int argc, char** argv) {
                  "then be left out (default: local rank i of each node on core i, round-robin)")
       ->type_name("C0,C1,...")
       ->check(core_list);
+  app.add_option("--rail-devices", o.rail_devices,
+                 "the NICs named for the rails, as RINGMEND_RAIL_DEVICES says them (default: that variable): "
+                 "local rank i of each node uses NIC i mod n")
+      ->type_name("DEV0,DEV1,...")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(not_empty);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -104,6 +112,11 @@ Options parse(int argc, char** argv) {
   for (std::string core; std::getline(cores, core, ',');) o.bind.push_back(std::stoi(core));
   if (!o.ranks && !o.bind.empty()) o.ranks = static_cast<int>(o.bind.size());
   if (o.nodes && !o.ranks) throw std::invalid_argument("--nodes needs --ranks (or --bind)");
+  if (o.rail_devices.empty())
+    if (const char* env = std::getenv("RINGMEND_RAIL_DEVICES"); env && *env) {
+      std::istringstream devices(env);
+      for (std::string d; std::getline(devices, d, ',');) o.rail_devices.push_back(d);
+    }
   return o;
 }
 
@@ -153,6 +166,17 @@ void print_self(hwloc_topology_t topo) {
               whole ? " (unbound: located by the CPU it last ran on)" : "");
 }
 
+void print_rail_devices(const std::vector<std::string>& devices) {
+  if (devices.empty()) {
+    std::printf("rail devices: none named (RINGMEND_RAIL_DEVICES): each process uses %s\n",
+                "the NIC nearest to it when there are several, else UCX's choice");
+    return;
+  }
+  std::printf("rail devices: local rank i of a node uses NIC i mod %zu:", devices.size());
+  for (std::size_t i = 0; i < devices.size(); ++i) std::printf(" %zu -> %s", i, devices[i].c_str());
+  std::printf("\n");
+}
+
 int run(const Options& o) {
   std::string error;
   const Topology topo =
@@ -164,15 +188,20 @@ int run(const Options& o) {
   if (!o.ranks) {
     if (o.source == TopologySource::ThisMachine) print_self(topo.get());
     print_summary(topo.get());
+    print_rail_devices(o.rail_devices);
     return 0;
   }
   const int nodes = o.nodes.value_or(1);
-  const Simulation sim = simulate(topo.get(), *o.ranks, nodes, o.bind);
+  Simulation sim = simulate(topo.get(), *o.ranks, nodes, o.bind);
+  // Named rail devices replace the nearest NIC, as in the runtime: by local rank.
+  for (std::size_t r = 0; r < sim.where.size() && !o.rail_devices.empty(); ++r)
+    set_nic(sim.where[r], rail_device(o.rail_devices, static_cast<int>(r) - sim.node_key[r]));
   std::vector<int> world(sim.node_key.size());
   std::iota(world.begin(), world.end(), 0);
   const Plan plan = make_plan(sim.node_key, sim.where, -1);
   std::printf("%d rank(s) simulated on %d node(s) of this kind:\n", *o.ranks, nodes);
   print_summary(topo.get());
+  print_rail_devices(o.rail_devices);
   std::printf("%s", describe(plan, sim.where, world).c_str());
   return 0;
 }

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ringmend/core/log.hpp"
 #include "ringmend/core/sizes.hpp"
@@ -110,6 +111,11 @@ struct Settings {
   // one's destroyed, by a helper thread of low priority
   // (transport/ucx_context.hpp), not on the way through a recovery.
   bool ucx_workers_ahead = true;  // RINGMEND_UCX_WORKERS_AHEAD=0: every worker made and destroyed inline
+  // The NICs of a node, one per rail (RINGMEND_RAIL_DEVICES=eth1,eth2 or
+  // mlx5_0:1,mlx5_1:1): the process of launcher local rank L gives UCX
+  // device L mod n, so that rail i leaves through NIC i mod n. Empty: the
+  // NIC nearest the process (hwloc), or UCX's choice (topo/location.hpp).
+  std::vector<std::string> rail_devices;
   // GPU buffers (docs/gpu.md)
   bool nccl = true;  // RINGMEND_NCCL=0: never NCCL; GPU buffers always go through host memory
   bool nccl_shrink =
@@ -145,6 +151,7 @@ struct Options {
   std::optional<std::size_t> shm_buffer_bytes, shm_chunk_bytes, shm_depth, shm_p2p_slot_bytes, shm_p2p_slots;
   std::optional<bool> shm_tune;
   std::optional<bool> ucx_workers_ahead;
+  std::optional<std::vector<std::string>> rail_devices;
   std::optional<bool> nccl, nccl_shrink;
   std::optional<std::size_t> test_ranks_per_node;
   std::optional<LogLevel> log_level;
@@ -167,5 +174,8 @@ HangPolicy parse_hang_policy(const std::string& name, const std::string& value);
 StragglerPolicy parse_straggler_policy(const std::string& name, const std::string& value);
 double parse_fraction(const std::string& name, const std::string& value);
 MembershipBackend parse_membership(const std::string& name, const std::string& value);
+// A comma-separated list of 1-16 device names of 1-23 characters
+// (letters, digits, '_', '-', '.', ':'), no empty item.
+std::vector<std::string> parse_device_list(const std::string& name, const std::string& value);
 
 }  // namespace ringmend
