@@ -93,18 +93,25 @@ auto size_between(std::size_t lo, std::size_t hi) {
 bool non_negative(const double& v) { return std::isfinite(v) && v >= 0; }
 bool any_bool(const bool&) { return true; }
 
+// The items of a comma-separated list, empty ones included ("a,,b" has 3).
+std::vector<std::string> split_commas(const std::string& value) {
+  std::vector<std::string> items;
+  for (std::size_t start = 0; start <= value.size();) {
+    const std::size_t end = std::min(value.find(',', start), value.size());
+    items.push_back(value.substr(start, end - start));
+    start = end + 1;
+  }
+  return items;
+}
+
 // RINGMEND_DEBUG: a comma-separated list of subsystems.
 bool parse_debug_topo(const std::string& name, const std::string& value) {
   bool topo = false;
-  std::size_t start = 0;
-  while (start <= value.size()) {
-    const std::size_t end = std::min(value.find(',', start), value.size());
-    const std::string item = value.substr(start, end - start);
+  for (const std::string& item : split_commas(value)) {
     if (item == "topo")
       topo = true;
     else if (!item.empty())
       bad(name, value, "a comma-separated list of: topo");
-    start = end + 1;
   }
   return topo;
 }
@@ -129,12 +136,7 @@ bool valid_device_list(const std::vector<std::string>& devices) {
 }  // namespace
 
 std::vector<std::string> parse_device_list(const std::string& name, const std::string& value) {
-  std::vector<std::string> devices;
-  for (std::size_t start = 0; start <= value.size();) {
-    const std::size_t end = std::min(value.find(',', start), value.size());
-    devices.push_back(value.substr(start, end - start));
-    start = end + 1;
-  }
+  std::vector<std::string> devices = split_commas(value);
   if (!valid_device_list(devices))
     bad(name, value,
         "a comma-separated list of 1-16 network device names (letters, digits, _ - . :, at most 23 "

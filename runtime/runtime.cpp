@@ -308,9 +308,9 @@ void wait_as_spare(Runtime::Impl& impl, Communicator::Impl& comm) {
 // ringmend-topo prints). UCX_NET_DEVICES set by the user wins over both.
 void choose_rail_device(const std::vector<std::string>& devices, topo::Self& self) {
   if (devices.empty()) return;
-  if (std::getenv("UCX_NET_DEVICES")) {
-    log(LogLevel::Warn, "RINGMEND_RAIL_DEVICES is ignored: UCX_NET_DEVICES=" +
-                            std::string(std::getenv("UCX_NET_DEVICES")) + " is set and UCX follows it");
+  if (const char* user = std::getenv("UCX_NET_DEVICES")) {
+    log(LogLevel::Warn, "RINGMEND_RAIL_DEVICES is ignored: UCX_NET_DEVICES=" + std::string(user) +
+                            " is set and UCX follows it");
     return;
   }
   const int local = ulfm::launcher_local_rank();
