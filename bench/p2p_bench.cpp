@@ -234,7 +234,9 @@ std::unique_ptr<Endpoint> open_ucx(MPI_Comm world, DeadlineWait& wait) {
   std::unique_ptr<tp::UcxChannel> channel;
   std::vector<std::byte> mine;
   if (active) {
-    tp::set_ucx_environment_defaults();  // as the runtime does
+    // As the runtime does: a UCX_NET_DEVICES of several devices is striped over.
+    const char* devices = std::getenv("UCX_NET_DEVICES");
+    tp::set_ucx_environment_defaults(devices ? devices : "");
     // RINGMEND_UCX_WORKERS_AHEAD as the runtime reads it.
     context =
         std::make_shared<tp::UcxContext>(std::string{}, ringmend::Options{}.resolve().ucx_workers_ahead);

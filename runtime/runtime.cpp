@@ -313,12 +313,16 @@ void choose_rail_device(const std::vector<std::string>& devices, topo::Self& sel
                             " is set and UCX follows it");
     return;
   }
+  // Fewer processes on the node than NICs (one rank per node): each takes
+  // its share of the NICs and UCX stripes over them.
   const int local = ulfm::launcher_local_rank();
-  self.ucx_net_device = topo::rail_device(devices, local);
+  const int local_size = ulfm::launcher_local_size();
+  self.ucx_net_device = topo::rail_device(devices, local, local_size);
   topo::set_nic(self.where, self.ucx_net_device);
-  log(LogLevel::Debug, "rail device " + self.ucx_net_device + " (launcher local rank " +
-                           (local < 0 ? std::string("unknown") : std::to_string(local)) + " of " +
-                           std::to_string(devices.size()) + " RINGMEND_RAIL_DEVICES)");
+  const auto known = [](int v) { return v < 0 ? std::string("unknown") : std::to_string(v); };
+  log(LogLevel::Debug, "rail device " + self.ucx_net_device + " (launcher local rank " + known(local) +
+                           " of " + known(local_size) + " on the node, " + std::to_string(devices.size()) +
+                           " RINGMEND_RAIL_DEVICES)");
 }
 
 }  // namespace
@@ -347,7 +351,9 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
     log(LogLevel::Debug,
         "GPU " + gpu + " in use; UCX network device: " +
             (self.ucx_net_device.empty() ? "UCX's choice (fewer than two NICs)" : self.ucx_net_device));
-  transport::set_ucx_environment_defaults();  // before UCX reads its configuration
+  // Before UCX reads its configuration; how it stripes depends on the NICs.
+  const char* user_devices = std::getenv("UCX_NET_DEVICES");
+  transport::set_ucx_environment_defaults(user_devices ? user_devices : self.ucx_net_device);
   impl_->ucx =
       std::make_unique<transport::UcxContext>(self.ucx_net_device, impl_->settings.ucx_workers_ahead);
   impl_->world.reset(new Communicator(std::make_unique<Communicator::Impl>(

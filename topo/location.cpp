@@ -104,16 +104,24 @@ std::string ucx_net_device_near_pci(hwloc_topology_t topo, const std::string& pc
   return attached ? ucx_net_device(topo, attached->cpuset) : std::string();
 }
 
-std::string rail_device(std::span<const std::string> devices, int local_rank) {
+std::string rail_device(std::span<const std::string> devices, int local_rank, int local_size) {
   if (devices.empty()) return {};
-  const auto index = static_cast<std::size_t>(std::max(local_rank, 0)) % devices.size();
-  return devices[index];
+  const auto n = devices.size();
+  const auto local = static_cast<std::size_t>(std::max(local_rank, 0));
+  if (local_size < 1 || static_cast<std::size_t>(local_size) >= n) return devices[local % n];
+  const auto size = static_cast<std::size_t>(local_size);
+  std::string list;
+  for (std::size_t j = local % size; j < n; j += size)
+    list.append(list.empty() ? "" : ",").append(devices[j]);
+  return list;
 }
 
 void set_nic(Location& where, std::string_view device) noexcept {
   std::fill(std::begin(where.nic), std::end(where.nic), '\0');
   std::copy_n(device.begin(), std::min(device.size(), sizeof(where.nic) - 1), where.nic);
 }
+
+std::string_view nic_name(const Location& where) noexcept { return name_of(where.nic); }
 
 std::string describe(const Location& where) {
   std::string s = "pkg " + index_text(where.package) + " numa " + index_text(where.numa) + " l3 " +

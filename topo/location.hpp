@@ -20,13 +20,15 @@ struct Location {
   std::int32_t package = -1, numa = -1, l3 = -1, core = -1;
   // OS device names ("cuda0", "mlx5_0"), NUL-padded; empty when none. A name
   // received from another rank is read up to its size, never past it.
+  // nic is UCX's device list for the rank: one NIC, or several it stripes
+  // over ("eth1,eth2"), cut to the field.
   char gpu[24] = {};
-  char nic[24] = {};
+  char nic[56] = {};
 
   bool operator==(const Location&) const = default;
 };
 static_assert(std::is_trivially_copyable_v<Location> && std::is_standard_layout_v<Location>);
-static_assert(sizeof(Location) == 4 * sizeof(std::int32_t) + 48, "Location travels as raw bytes: no padding");
+static_assert(sizeof(Location) == 4 * sizeof(std::int32_t) + 80, "Location travels as raw bytes: no padding");
 
 // The location of a binding in a loaded topology (with I/O objects, for the
 // GPU and NIC). A null topology or an empty binding gives an all-unknown
@@ -63,14 +65,22 @@ std::string ucx_net_device(hwloc_topology_t topo, hwloc_const_cpuset_t binding) 
 std::string ucx_net_device_near_pci(hwloc_topology_t topo, const std::string& pci_bus_id) noexcept;
 
 // The NICs named for the rails (RINGMEND_RAIL_DEVICES): the process of
-// launcher local rank `local_rank` uses devices[local_rank mod n], so that on
-// every node rail i (carried by local rank i when the ranks are placed in
-// local-rank order) leaves through the same NIC. Empty when `devices` is;
-// a negative local rank counts as 0.
-std::string rail_device(std::span<const std::string> devices, int local_rank);
+// The UCX device list (UCX_NET_DEVICES) of the process whose launcher local
+// rank is `local_rank` among `local_size` on its node, given the node's NICs
+// in `devices` (RINGMEND_RAIL_DEVICES). With at least as many processes as
+// NICs, local rank L uses devices[L mod n] alone; the plan puts members of
+// the same NIC at the same position on every node, so rail i leaves every
+// node through one NIC. With fewer processes than NICs (one rank per node,
+// two NICs), local rank L takes every NIC j with j mod local_size == L,
+// comma-separated, and UCX stripes its messages over them. Empty when
+// `devices` is; a negative local rank counts as 0, a local size below 1 as
+// unknown (one NIC each).
+std::string rail_device(std::span<const std::string> devices, int local_rank, int local_size = 0);
 // Names the NIC this process uses in its Location, which every rank sees in
 // the plan (cut to the field's size).
 void set_nic(Location& where, std::string_view device) noexcept;
+// The NIC's name (or NIC list), empty when none is known.
+std::string_view nic_name(const Location& where) noexcept;
 
 // One line: "pkg 0 numa 1 l3 1 core 5 gpu cuda0 nic mlx5_0"; unknown indexes
 // print as "?", missing devices are left out.

@@ -1,9 +1,9 @@
 #include "topo/plan.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 #include <stdexcept>
+#include <string_view>
 #include <tuple>
 
 namespace ringmend::topo {
@@ -23,7 +23,7 @@ std::string rail_nics(const std::vector<int>& rail, std::span<const Location> wh
   for (int r : rail) {
     const auto i = static_cast<std::size_t>(r);
     if (i >= where.size()) return {};
-    const std::string nic(where[i].nic, strnlen(where[i].nic, sizeof(where[i].nic)));
+    const std::string nic(nic_name(where[i]));
     if (nic.empty()) return {};
     if (std::find(nics.begin(), nics.end(), nic) == nics.end()) nics.push_back(nic);
   }
@@ -43,7 +43,11 @@ Plan make_plan(std::span<const int> node_key, std::span<const Location> where, i
   const auto key = [&](int r) {
     const auto i = static_cast<std::size_t>(r);
     const Location& w = where[i];
-    return std::tuple(node_key[i], w.package, w.numa, w.l3, w.core, r);
+    // The NIC before the cores: rail i is every node's i-th member, so
+    // members that share a NIC must sit at the same positions on every node
+    // (the launcher's local rank chose the NIC; the binding decides the
+    // cores, and it need not follow local-rank order).
+    return std::tuple(node_key[i], nic_name(w), w.package, w.numa, w.l3, w.core, r);
   };
   std::vector<int> order(node_key.size());
   std::iota(order.begin(), order.end(), 0);

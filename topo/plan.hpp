@@ -32,9 +32,10 @@ struct Plan {
 
 // node_key[r] is equal for ranks sharing a node (the communicator rank of the
 // node's first rank); where[r] is rank r's Location. Local order is by
-// (package, numa, l3, core, rank): unknown (-1) fields sort first and leave
-// ranks in rank order. `me` outside [0, size) leaves node/local/rail at -1.
-// Throws std::invalid_argument when node_key and where differ in size.
+// (nic, package, numa, l3, core, rank): members on the same NIC take the
+// same positions on every node, so a rail stays on one NIC; unknown (-1)
+// fields and unnamed NICs sort first and leave ranks in rank order. `me` outside [0, size) leaves
+// node/local/rail at -1. Throws std::invalid_argument when node_key and where differ in size.
 Plan make_plan(std::span<const int> node_key, std::span<const Location> where, int me);
 
 // Multi-line dump for logs and ringmend-topo: every node with its leader and

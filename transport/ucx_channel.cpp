@@ -24,7 +24,9 @@ UcxChannel::UcxChannel(UcxContext& context, int rank, int size, std::uint32_t ep
       endpoints_(static_cast<std::size_t>(size), nullptr) {}
 
 UcxChannel::~UcxChannel() {
-  const QuietUcxScope quiet;  // what an interrupted call left in the worker is expected
+  // What an interrupted call, or a peer that died, left in the worker is
+  // expected (abandoned before now: by the call that a failure interrupted).
+  const QuietUcxScope quiet(abandoned_ || failed_peer_ >= 0);
   abandon();
   // Now, while the endpoints' error arguments still exist.
   worker_ = UcxWorker{};

@@ -67,8 +67,9 @@ class UcxWorker {
 
 class UcxContext {
  public:
-  // `net_device`: the UCX network device to use (UCX_NET_DEVICES), unless
-  // the user set one; empty leaves the choice to UCX. `workers_ahead`: a
+  // `net_device`: the UCX network device(s) to use (UCX_NET_DEVICES), unless
+  // the user set one; several, comma-separated, are striped over
+  // (ucx_environment.hpp sets how); empty leaves the choice to UCX. `workers_ahead`: a
   // helper thread makes workers ahead and closes old channels (above).
   explicit UcxContext(const std::string& net_device = {}, bool workers_ahead = true);
   // Stops the helper, then destroys what it still holds.

@@ -9,8 +9,16 @@
 // about than a channel that does it whenever it is created.
 #pragma once
 
+#include <string_view>
+
 namespace ringmend::transport {
 
-void set_ucx_environment_defaults();
+// `net_devices`: the UCX device list the process will use (empty: UCX's
+// choice). With two or more, UCX is set to stripe each message over them
+// (at most kMaxStripedDevices).
+void set_ucx_environment_defaults(std::string_view net_devices = {});
+
+// UCX stripes a rendezvous over at most 4 rails (UCP_MAX_RAILS).
+inline constexpr int kMaxStripedDevices = 4;
 
 }  // namespace ringmend::transport

@@ -14,6 +14,7 @@ namespace ringmend::transport {
 namespace {
 
 thread_local int quiet_depth = 0;
+thread_local int peer_lost_depth = 0;
 // The last message on this thread was a connection to a gone peer: UCX's
 // hint about the kernel's backlog follows it.
 thread_local bool after_gone_peer_connect = false;
@@ -34,8 +35,12 @@ ucs_log_func_rc_t to_debug(const char* file, unsigned line, const char*, ucs_log
   va_end(copy);
   const bool expected = expected_anywhere(text);  // first: it follows every message
   // A request not given back is a leak, abandoned worker or not: printed.
-  const bool leak = std::string_view(text).find("was not returned to mpool") != std::string_view::npos;
-  if (!expected && (quiet_depth == 0 || leak)) return UCS_LOG_FUNC_RC_CONTINUE;
+  const std::string_view t(text);
+  const bool leak = t.find("was not returned to mpool") != std::string_view::npos;
+  // What a sender that died half-way through a message left behind.
+  const bool half_received =
+      leak && peer_lost_depth > 0 && (t.ends_with("mpool ucp_requests") || t.ends_with("mpool ucp_am_bufs"));
+  if (!expected && (quiet_depth == 0 || (leak && !half_received))) return UCS_LOG_FUNC_RC_CONTINUE;
   if (log_enabled(LogLevel::Debug))
     log(LogLevel::Debug,
         std::string("UCX (expected after a failure; ") + file + ":" + std::to_string(line) + "): " + text);
@@ -57,8 +62,14 @@ void filter_ucx_log() {
   std::call_once(installed, [] { ucs_log_push_handler(&to_debug); });
 }
 
-QuietUcxScope::QuietUcxScope() { ++quiet_depth; }
+QuietUcxScope::QuietUcxScope(bool peer_lost) : peer_lost_(peer_lost) {
+  ++quiet_depth;
+  if (peer_lost_) ++peer_lost_depth;
+}
 
-QuietUcxScope::~QuietUcxScope() { --quiet_depth; }
+QuietUcxScope::~QuietUcxScope() {
+  --quiet_depth;
+  if (peer_lost_) --peer_lost_depth;
+}
 
 }  // namespace ringmend::transport

@@ -1,6 +1,7 @@
 #include "ulfm/launch_environment.hpp"
 
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include "ringmend/core/parse_whole.hpp"
@@ -11,6 +12,31 @@ namespace {
 // Special step ids (Slurm's SLURM_MAX_NORMAL_STEP_ID and up): the batch
 // script, the extern step and the interactive step of salloc.
 constexpr unsigned long long kMaxNormalStepId = 0xfffffff0ULL;
+
+// Entry `index` of a Slurm count list ("2(x3),1": 2 2 2 1); nullopt for
+// anything else. (The Slurm tools' full parser, with its messages, is
+// slurm::expand_counts; the runtime below it needs only this lookup, and
+// a list it cannot read leaves the local size unknown.)
+std::optional<int> slurm_count_at(std::string_view list, unsigned index) {
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+    unsigned repeat = 1;
+    if (const std::size_t open = item.find("(x"); open != std::string_view::npos) {
+      if (item.back() != ')') return std::nullopt;
+      const auto r = parse_whole<unsigned>(item.substr(open + 2, item.size() - open - 3));
+      if (!r || *r == 0) return std::nullopt;
+      repeat = *r;
+      item = item.substr(0, open);
+    }
+    const auto count = parse_whole<int>(item);
+    if (!count || *count < 0) return std::nullopt;
+    if (index < repeat) return count;
+    index -= repeat;
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -62,6 +88,20 @@ int launcher_local_rank(const EnvLookup& env) {
       return local && *local <= (1u << 20) ? static_cast<int>(*local) : -1;
     }
   return -1;
+}
+
+int launcher_local_size(const EnvLookup& env) {
+  for (const char* variable : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* v = env(variable)) {
+      const auto size = parse_whole<unsigned>(v);
+      return size && *size >= 1 && *size <= (1u << 20) ? static_cast<int>(*size) : -1;
+    }
+  const char* tasks = env("SLURM_STEP_TASKS_PER_NODE");
+  if (!tasks) tasks = env("SLURM_TASKS_PER_NODE");
+  const auto node = parse_whole<unsigned>(env("SLURM_NODEID"));
+  if (!tasks || !node) return -1;
+  const auto size = slurm_count_at(tasks, *node);
+  return size && *size >= 1 ? *size : -1;
 }
 
 bool mpi_should_yield_when_idle(const EnvLookup& env, unsigned machine_cpus) {

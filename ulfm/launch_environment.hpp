@@ -31,6 +31,12 @@ Launcher detect_launcher(const EnvLookup& env = process_environment());
 // it, or says something that is not a whole number.
 int launcher_local_rank(const EnvLookup& env = process_environment());
 
+// How many of the job's processes the launcher put on this node, spares
+// included (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS,
+// or srun's SLURM_STEP_TASKS_PER_NODE at this node's SLURM_NODEID); -1 when
+// none says it, or says something this cannot read.
+int launcher_local_size(const EnvLookup& env = process_environment());
+
 // What a rank should print when it runs without fault tolerance because
 // srun started it: why (Slurm ends the whole step when one rank dies) and
 // how to get fault tolerance instead.

@@ -11,9 +11,12 @@
 # the target of 1.8x is not met yet, bench/links/README.md) and neither is
 # above what its links allow (a figure above the wire would be a wrong
 # measurement).
+# With one rank per node the rank takes both NICs and UCX stripes over
+# them: each carries a share, and the busbw is at least 1.5x one NIC's.
 # Then a member that carries eth1's rail on n1 is killed inside a call: its
 # node mate on eth2 carries the one rail left, towards n2's eth1 process (a
-# rail across two NICs), and the survivors' results stay exact.
+# rail across two NICs), and the survivors' results stay exact; and one of
+# three striped single-rank nodes is killed, the two left stay exact.
 # The cluster is started again as it was at the end.
 #   rails.sh RINGMEND_ALLREDUCE FAULT_ALLREDUCE SOURCE_DIR
 set -u
@@ -45,12 +48,13 @@ counters() {
   echo "${out[*]}"
 }
 
-# run NAME DEVICES: the allreduce job; sets busbw (GB/s) and sent (bytes per
-# node and NIC since before the job: "n1e1 n1e2 n2e1 n2e2").
+# run NAME DEVICES [LAYOUT]: the allreduce job (2+2 ranks unless LAYOUT
+# says otherwise); sets busbw (GB/s) and sent (bytes per node and NIC since
+# before the job: "n1e1 n1e2 n2e1 n2e2").
 run() {
-  local name=$1 devices=$2 a b
+  local name=$1 devices=$2 layout=${3:-2,2} a b
   a=($(counters))
-  "$roc" -t 120 -x RINGMEND_RAIL_DEVICES="$devices" -x RINGMEND_DEBUG=topo -x RINGMEND_SHM_TUNE=0 2,2 \
+  "$roc" -t 120 -x RINGMEND_RAIL_DEVICES="$devices" -x RINGMEND_DEBUG=topo -x RINGMEND_SHM_TUNE=0 "$layout" \
     "$bench" --impl ringmend -m 8M:8M -i 6 -x 2 --no-bound --json "$work/$name.json" >"$work/$name.log" 2>&1 ||
     fail "$name: the job failed: $(tail -5 "$work/$name.log")"
   b=($(counters))
@@ -65,19 +69,53 @@ run one_nic eth1,eth1
 one_bw=$busbw one_sent=($sent)
 run two_nics eth1,eth2
 two_bw=$busbw two_sent=($sent)
+# One rank per node: the rank takes both NICs and UCX stripes over them.
+run solo_one_nic eth1 1,1
+solo_one_bw=$busbw
+run solo_two_nics eth1,eth2 1,1
+solo_two_bw=$busbw solo_two_sent=($sent)
+
+# both_carry LABEL N1E1 N1E2 N2E1 N2E2: on each node, both NICs carried 30 %
+# or more of the job's bytes. A rail's 8 MiB slices across 6+2 calls are
+# tens of MB; the rest (MPI's start-up, ssh-less PRRTE wire-up) is a few
+# hundred kB.
+both_carry() {
+  local label=$1 node e1 e2 total
+  shift
+  for node in 1 2; do
+    e1=$1 e2=$2
+    shift 2
+    total=$((e1 + e2))
+    if [ "$total" -gt 20000000 ] && [ $((e1 * 100 / total)) -ge 30 ] && [ $((e2 * 100 / total)) -ge 30 ]; then
+      pass "$label: n$node sent $e1 bytes on eth1 and $e2 on eth2"
+    else
+      fail "$label: n$node sent $e1 bytes on eth1 and $e2 on eth2 (each should carry 30 % or more of 20 MB+)"
+    fi
+  done
+}
+
+# adds_up LABEL ONE_BW TWO_BW PER_NIC NEED: two NICs' busbw is NEED times
+# one NIC's or more, and neither is above what its links allow (PER_NIC:
+# the busbw one NIC allows, as a multiple of its rate).
+adds_up() {
+  python3 - "$2" "$3" "$rate_mbit" "$4" "$5" >"$work/ratio.txt" <<'EOF'
+import sys
+one, two, mbit, per_nic, need = (float(a) for a in sys.argv[1:6])
+link = mbit * 1e6 / 8 / 1e9 * per_nic  # GB/s of busbw that one NIC allows
+ratio = two / one if one > 0 else 0
+ok = ratio >= need and two <= 2 * link * 1.05 and one <= link * 1.05
+print(f"{'ok' if ok else 'bad'} two NICs {two:.4f} GB/s = {ratio:.2f}x one NIC {one:.4f} GB/s "
+      f"({100 * one / link:.0f} % and {50 * two / link:.0f} % of what the links allow, {link:.4f} GB/s per NIC)")
+EOF
+  if grep -q "^ok" "$work/ratio.txt"; then pass "$1: $(cat "$work/ratio.txt")"; else
+    fail "$1 (need >= ${5}x, within the links' rate): $(cat "$work/ratio.txt")"
+  fi
+}
 
 grep -q "rail 1: .*nic eth2" "$work/two_nics.log" && pass "the plan puts rail 1 on eth2" ||
   fail "the plan does not name eth2 for rail 1: $(grep -m2 '^rail' "$work/two_nics.log")"
-# The traffic: a rail's 8 MiB slices across 6+2 calls are tens of MB; the
-# rest (MPI's start-up, ssh-less PRRTE wire-up) is a few hundred kB.
+both_carry "two NICs" "${two_sent[@]}"
 for node in 0 1; do
-  e1=${two_sent[$((2 * node))]} e2=${two_sent[$((2 * node + 1))]}
-  total=$((e1 + e2))
-  if [ "$total" -gt 20000000 ] && [ $((e1 * 100 / total)) -ge 30 ] && [ $((e2 * 100 / total)) -ge 30 ]; then
-    pass "two NICs: n$((node + 1)) sent $e1 bytes on eth1 and $e2 on eth2"
-  else
-    fail "two NICs: n$((node + 1)) sent $e1 bytes on eth1 and $e2 on eth2 (each should carry 30 % or more of 20 MB+)"
-  fi
   e1=${one_sent[$((2 * node))]} e2=${one_sent[$((2 * node + 1))]}
   if [ "$e1" -gt 20000000 ] && [ "$e2" -lt $((e1 / 20)) ]; then
     pass "one NIC: n$((node + 1)) sent $e1 bytes on eth1, $e2 on eth2"
@@ -89,18 +127,15 @@ done
 # 2(n-1)/n = 1.5 bytes per byte of the call, while each node's NICs send
 # 2(N-1)/N = 1 (the hierarchical path: shared memory inside, one slice per
 # rail across), so in busbw the links allow 1.5x a NIC's rate per NIC.
-python3 - "$one_bw" "$two_bw" "$rate_mbit" >"$work/ratio.txt" <<'EOF'
-import sys
-one, two, mbit = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
-link = mbit * 1e6 / 8 / 1e9 * 1.5  # GB/s of busbw that one NIC allows
-ratio = two / one if one > 0 else 0
-ok = ratio >= 1.25 and two <= 2 * link * 1.05 and one <= link * 1.05
-print(f"{'ok' if ok else 'bad'} two NICs {two:.4f} GB/s = {ratio:.2f}x one NIC {one:.4f} GB/s "
-      f"({100 * one / link:.0f} % and {50 * two / link:.0f} % of what the links allow, {link:.4f} GB/s per NIC)")
-EOF
-if grep -q "^ok" "$work/ratio.txt"; then pass "rails add up: $(cat "$work/ratio.txt")"; else
-  fail "rails do not add up (need >= 1.25x, within the links' rate): $(cat "$work/ratio.txt")"
-fi
+adds_up "rails add up" "$one_bw" "$two_bw" 1.5 1.25
+
+# One rank per node on two NICs: the plan names both, each NIC carries a
+# share, and the busbw of 2 ranks on 2 nodes is bound by the NICs' rate
+# itself (each node sends 1 byte per byte of the call, busbw counts 1).
+grep -q "^rail 0: .*nic eth1,eth2" "$work/solo_two_nics.log" && pass "one rank per node: its rail is on eth1,eth2" ||
+  fail "one rank per node: the plan does not put the rail on both NICs: $(grep -m1 '^rail' "$work/solo_two_nics.log")"
+both_carry "one rank per node, two NICs" "${solo_two_sent[@]}"
+adds_up "one rank per node, striped over two NICs" "$solo_one_bw" "$solo_two_bw" 1 1.5
 
 # A member killed: world rank 0 carries rail 0 (eth1) on n1; after it, n1's
 # rank on eth2 carries the only rail, towards n2's first rank on eth1.
@@ -113,4 +148,12 @@ fi
 grep -q "nics eth2 eth1 (mixed)\|nics eth1 eth2 (mixed)" "$work/kill.log" &&
   pass "after the death the plan's one rail crosses NICs" ||
   fail "no plan with a rail across NICs after the death: $(grep '^rail' "$work/kill.log" | sort | uniq -c | head -5)"
+
+# Three nodes of one rank, each striping over both NICs; n2's rank is
+# killed inside a call, and the two left go on striped, exact.
+"$roc" -t 90 --expect-passed 2 -x RINGMEND_RAIL_DEVICES=eth1,eth2 -x RINGMEND_DEBUG=topo \
+  -x RINGMEND_FAULT=rank=1,call=3,phase=reduce_scatter,step=0 1,1,1 \
+  "$fault" --iters=8 --expect-size=2 >"$work/solo_kill.log" 2>&1 &&
+  pass "one rank per node striped over two NICs, one of three killed: both survivors' results exact" ||
+  fail "the striped job that lost n2's rank failed: $(grep -E 'FAIL|rror' "$work/solo_kill.log" | head -5)"
 finish

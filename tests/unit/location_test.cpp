@@ -215,13 +215,31 @@ TEST(Location, RailDeviceByLocalRank) {
   EXPECT_EQ(rail_device(two, 2), "eth1");   // more local ranks than NICs: NIC i mod n
   EXPECT_EQ(rail_device(two, -1), "eth1");  // no local rank known
   EXPECT_EQ(rail_device({}, 3), "");
+  // As many processes on the node as NICs, or more: one NIC each.
+  EXPECT_EQ(rail_device(two, 1, 2), "eth2");
+  EXPECT_EQ(rail_device(two, 3, 4), "eth2");
+}
+
+TEST(Location, FewerRanksThanNicsStripeOverTheirShare) {
+  const std::vector<std::string> two{"eth1", "eth2"};
+  EXPECT_EQ(rail_device(two, 0, 1), "eth1,eth2");  // one rank per node: both NICs
+  const std::vector<std::string> four{"mlx5_0:1", "mlx5_1:1", "mlx5_2:1", "mlx5_3:1"};
+  EXPECT_EQ(rail_device(four, 0, 2), "mlx5_0:1,mlx5_2:1");
+  EXPECT_EQ(rail_device(four, 1, 2), "mlx5_1:1,mlx5_3:1");
+  EXPECT_EQ(rail_device(four, 0, 3), "mlx5_0:1,mlx5_3:1");  // 4 NICs, 3 ranks: the first takes two
+  EXPECT_EQ(rail_device(four, 2, 3), "mlx5_2:1");
+  EXPECT_EQ(rail_device(four, -1, 1), "mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1");
+  EXPECT_EQ(rail_device(two, 0, 0), "eth1");  // local size unknown: one NIC
+  Location l;
+  set_nic(l, rail_device(four, 0, 1));  // 35 characters: the field holds them
+  EXPECT_EQ(nic_name(l), "mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1");
 }
 
 TEST(Location, SetNicShowsInTheDescriptionAndIsCutToTheField) {
   Location l;
   set_nic(l, "eth2");
   EXPECT_EQ(describe(l), "pkg ? numa ? l3 ? core ? nic eth2");
-  set_nic(l, std::string(40, 'x'));
+  set_nic(l, std::string(80, 'x'));
   EXPECT_EQ(std::string(l.nic), std::string(sizeof(l.nic) - 1, 'x'));
   set_nic(l, "ib0");  // a shorter name leaves nothing of the longer one
   EXPECT_EQ(std::string(l.nic), "ib0");

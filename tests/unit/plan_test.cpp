@@ -246,3 +246,24 @@ TEST(Plan, DescribeNamesEachRailsNic) {
   text = describe(make_plan(Ranks{0, 1, 1}, after, 0), after, {});
   EXPECT_NE(text.find("rail 0: 0 1  nics eth2 eth1 (mixed)\n"), std::string::npos) << text;
 }
+
+TEST(Plan, RailsStayOnOneNicWhateverTheCoresSay) {
+  // Local rank L chose NIC L mod 2, but the binder put node 1's second rank
+  // (rank 3, eth2) on a lower core than its first (rank 2, eth1): ordered by
+  // core alone, rail 0 would pair n0's eth1 with n1's eth2, and both rails
+  // would cross NICs.
+  std::vector<Location> where = unknown(4);
+  const int core[] = {0, 1, 5, 4};
+  for (std::size_t r = 0; r < 4; ++r) {
+    where[r].core = core[r];
+    set_nic(where[r], r % 2 == 0 ? "eth1" : "eth2");
+  }
+  const Plan plan = make_plan(Ranks{0, 0, 2, 2}, where, 3);
+  EXPECT_EQ(plan.rails, (Groups{{0, 2}, {1, 3}}));
+  EXPECT_EQ(plan.rail, 1);
+  const std::string text = describe(plan, where, {});
+  EXPECT_EQ(text.find("mixed"), std::string::npos) << text;
+  // Without NIC names the cores decide, as before.
+  for (auto& w : where) set_nic(w, "");
+  EXPECT_EQ(make_plan(Ranks{0, 0, 2, 2}, where, 3).rails, (Groups{{0, 3}, {1, 2}}));
+}

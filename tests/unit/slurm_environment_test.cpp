@@ -11,6 +11,7 @@ using namespace ringmend::slurm;
 using ringmend::ulfm::detect_launcher;
 using ringmend::ulfm::Launcher;
 using ringmend::ulfm::launcher_local_rank;
+using ringmend::ulfm::launcher_local_size;
 using ringmend::ulfm::mpi_should_yield_when_idle;
 using ringmend::ulfm::open_mpi_settings;
 using ringmend::ulfm::return_init_errors;
@@ -230,4 +231,30 @@ TEST(Launcher, LocalRankFromWhicheverLauncherSaysIt) {
   EXPECT_EQ(launcher_local_rank(lookup({{"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"SLURM_LOCALID", "0"}})), 1);
   EXPECT_EQ(launcher_local_rank(lookup({{"OMPI_COMM_WORLD_LOCAL_RANK", "one"}})), -1);
   EXPECT_EQ(launcher_local_rank(lookup({{"SLURM_LOCALID", "-2"}})), -1);
+}
+
+TEST(Launcher, LocalSizeFromWhicheverLauncherSaysIt) {
+  EXPECT_EQ(launcher_local_size(lookup({})), -1);
+  EXPECT_EQ(launcher_local_size(lookup({{"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}})), 2);
+  EXPECT_EQ(launcher_local_size(lookup({{"MPI_LOCALNRANKS", "4"}})), 4);
+  // srun: this node's entry of the step's count list.
+  const auto srun = [](const char* tasks, const char* node) {
+    return launcher_local_size(lookup({{"SLURM_STEP_TASKS_PER_NODE", tasks}, {"SLURM_NODEID", node}}));
+  };
+  EXPECT_EQ(srun("2(x3),1", "0"), 2);
+  EXPECT_EQ(srun("2(x3),1", "2"), 2);
+  EXPECT_EQ(srun("2(x3),1", "3"), 1);
+  EXPECT_EQ(srun("1", "0"), 1);
+  EXPECT_EQ(srun("2(x3),1", "4"), -1);  // past the list
+  EXPECT_EQ(srun("2(x3", "0"), -1);
+  EXPECT_EQ(srun("2(x0)", "0"), -1);
+  EXPECT_EQ(srun("0", "0"), -1);
+  EXPECT_EQ(srun(",", "0"), -1);
+  EXPECT_EQ(launcher_local_size(lookup({{"SLURM_TASKS_PER_NODE", "3(x2)"}, {"SLURM_NODEID", "1"}})), 3);
+  EXPECT_EQ(launcher_local_size(lookup({{"SLURM_TASKS_PER_NODE", "3(x2)"}})), -1);  // which node?
+  // mpirun inside an allocation: Open MPI's count wins over the allocation's.
+  EXPECT_EQ(launcher_local_size(lookup(
+                {{"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}, {"SLURM_TASKS_PER_NODE", "4"}, {"SLURM_NODEID", "0"}})),
+            1);
+  EXPECT_EQ(launcher_local_size(lookup({{"OMPI_COMM_WORLD_LOCAL_SIZE", "0"}})), -1);
 }

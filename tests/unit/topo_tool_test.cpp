@@ -104,6 +104,12 @@ TEST(TopoTool, RailDevicesGoToLocalRanks) {
   EXPECT_EQ(tool("--synthetic 'pack:1 core:2 pu:1' --ranks 2 --rail-devices ''").status, 2);
 }
 
+TEST(TopoTool, OneRankPerNodeStripesOverEveryNic) {
+  const ToolRun run = tool("--synthetic 'pack:1 core:2 pu:1' --ranks 2 --nodes 2 --rail-devices eth1,eth2");
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("rail 0: 0 1  nic eth1,eth2\n"), std::string::npos) << run.out;
+}
+
 TEST(TopoTool, XmlWithBindList) {
   const ToolRun run = tool("--xml '" + kXml + "' --bind 7,0");
   EXPECT_EQ(run.status, 0) << run.out;

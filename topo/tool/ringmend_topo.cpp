@@ -86,7 +86,8 @@ Options parse(int argc, char** argv) {
       ->check(core_list);
   app.add_option("--rail-devices", o.rail_devices,
                  "the NICs named for the rails, as RINGMEND_RAIL_DEVICES says them (default: that variable): "
-                 "local rank i of each node uses NIC i mod n")
+                 "local rank i of each node uses NIC i mod n; with fewer ranks than NICs on a node, "
+                 "each rank stripes over its share of them")
       ->type_name("DEV0,DEV1,...")
       ->delimiter(',')
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
@@ -174,7 +175,9 @@ void print_rail_devices(const std::vector<std::string>& devices) {
   }
   std::printf("rail devices: local rank i of a node uses NIC i mod %zu:", devices.size());
   for (std::size_t i = 0; i < devices.size(); ++i) std::printf(" %zu -> %s", i, devices[i].c_str());
-  std::printf("\n");
+  std::printf(
+      "\n  (fewer ranks on a node than NICs: local rank i takes every NIC j with j mod ranks == i, "
+      "and UCX stripes over them)\n");
 }
 
 int run(const Options& o) {
@@ -194,8 +197,12 @@ int run(const Options& o) {
   const int nodes = o.nodes.value_or(1);
   Simulation sim = simulate(topo.get(), *o.ranks, nodes, o.bind);
   // Named rail devices replace the nearest NIC, as in the runtime: by local rank.
-  for (std::size_t r = 0; r < sim.where.size() && !o.rail_devices.empty(); ++r)
-    set_nic(sim.where[r], rail_device(o.rail_devices, static_cast<int>(r) - sim.node_key[r]));
+  // A node with fewer ranks than NICs gives each rank its share of them.
+  for (std::size_t r = 0; r < sim.where.size() && !o.rail_devices.empty(); ++r) {
+    const auto local_size = std::count(sim.node_key.begin(), sim.node_key.end(), sim.node_key[r]);
+    set_nic(sim.where[r],
+            rail_device(o.rail_devices, static_cast<int>(r) - sim.node_key[r], static_cast<int>(local_size)));
+  }
   std::vector<int> world(sim.node_key.size());
   std::iota(world.begin(), world.end(), 0);
   const Plan plan = make_plan(sim.node_key, sim.where, -1);
