@@ -306,13 +306,15 @@ void wait_as_spare(Runtime::Impl& impl, Communicator::Impl& comm) {
 // RINGMEND_RAIL_DEVICES named the NICs: this process's is the one of its
 // launcher local rank, shown in its Location (the plan every rank logs and
 // ringmend-topo prints). UCX_NET_DEVICES set by the user wins over both.
-void choose_rail_device(const std::vector<std::string>& devices, topo::Self& self) {
-  if (devices.empty()) return;
+// Returns the device list UCX will use (empty: UCX's choice).
+std::string choose_rail_device(const std::vector<std::string>& devices, topo::Self& self) {
   if (const char* user = std::getenv("UCX_NET_DEVICES")) {
-    log(LogLevel::Warn, "RINGMEND_RAIL_DEVICES is ignored: UCX_NET_DEVICES=" + std::string(user) +
-                            " is set and UCX follows it");
-    return;
+    if (!devices.empty())
+      log(LogLevel::Warn, "RINGMEND_RAIL_DEVICES is ignored: UCX_NET_DEVICES=" + std::string(user) +
+                              " is set and UCX follows it");
+    return user;
   }
+  if (devices.empty()) return self.ucx_net_device;
   // Fewer processes on the node than NICs (one rank per node): each takes
   // its share of the NICs and UCX stripes over them.
   const int local = ulfm::launcher_local_rank();
@@ -323,6 +325,7 @@ void choose_rail_device(const std::vector<std::string>& devices, topo::Self& sel
   log(LogLevel::Debug, "rail device " + self.ucx_net_device + " (launcher local rank " + known(local) +
                            " of " + known(local_size) + " on the node, " + std::to_string(devices.size()) +
                            " RINGMEND_RAIL_DEVICES)");
+  return self.ucx_net_device;
 }
 
 }  // namespace
@@ -346,14 +349,13 @@ void Runtime::start(int* argc, char*** argv, const std::vector<StateBuffer>& sta
   // local rank's rail leaves through its GPU's NIC.
   const std::string gpu = gpu_in_use();
   topo::Self self = topo::inspect_self(gpu);
-  choose_rail_device(impl_->settings.rail_devices, self);
+  const std::string ucx_devices = choose_rail_device(impl_->settings.rail_devices, self);
   if (!gpu.empty())
     log(LogLevel::Debug,
         "GPU " + gpu + " in use; UCX network device: " +
             (self.ucx_net_device.empty() ? "UCX's choice (fewer than two NICs)" : self.ucx_net_device));
   // Before UCX reads its configuration; how it stripes depends on the NICs.
-  const char* user_devices = std::getenv("UCX_NET_DEVICES");
-  transport::set_ucx_environment_defaults(user_devices ? user_devices : self.ucx_net_device);
+  transport::set_ucx_environment_defaults(ucx_devices);
   impl_->ucx =
       std::make_unique<transport::UcxContext>(self.ucx_net_device, impl_->settings.ucx_workers_ahead);
   impl_->world.reset(new Communicator(std::make_unique<Communicator::Impl>(
