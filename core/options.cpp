@@ -27,8 +27,12 @@ std::optional<std::string> env(const char* name) {
 
 std::ostream& operator<<(std::ostream& out, LogLevel level) { return out << name_of(level); }
 std::ostream& operator<<(std::ostream& out, SparePolicy policy) { return out << name_of(policy); }
+std::ostream& operator<<(std::ostream& out, SubgroupRecovery recovery) { return out << name_of(recovery); }
 
 const char* name_of(SparePolicy policy) { return policy == SparePolicy::Replace ? "replace" : "shrink"; }
+const char* name_of(SubgroupRecovery recovery) {
+  return recovery == SubgroupRecovery::Call ? "call" : "step";
+}
 std::ostream& operator<<(std::ostream& out, HangPolicy policy) { return out << name_of(policy); }
 const char* name_of(HangPolicy policy) { return policy == HangPolicy::Exclude ? "exclude" : "fail"; }
 std::ostream& operator<<(std::ostream& out, StragglerPolicy policy) { return out << name_of(policy); }
@@ -194,6 +198,12 @@ SparePolicy parse_spare_policy(const std::string& name, const std::string& value
   bad(name, value, "replace or shrink");
 }
 
+SubgroupRecovery parse_subgroup_recovery(const std::string& name, const std::string& value) {
+  for (SubgroupRecovery r : {SubgroupRecovery::Call, SubgroupRecovery::Step})
+    if (value == name_of(r)) return r;
+  bad(name, value, "call or step");
+}
+
 HangPolicy parse_hang_policy(const std::string& name, const std::string& value) {
   for (HangPolicy p : {HangPolicy::Exclude, HangPolicy::Fail})
     if (value == name_of(p)) return p;
@@ -292,6 +302,12 @@ void resolve_membership(const Options& o, Settings& s) {
       s.spare_policy, o.spare_policy, "spare_policy", "RINGMEND_SPARE_POLICY", parse_spare_policy,
       [](const SparePolicy& p) { return p == SparePolicy::Replace || p == SparePolicy::Shrink; },
       "replace or shrink");
+  const Source<SubgroupRecovery> recoveries{o.read_environment};
+  recoveries.take(
+      s.subgroup_recovery, o.subgroup_recovery, "subgroup_recovery", "RINGMEND_SUBGROUP_RECOVERY",
+      parse_subgroup_recovery,
+      [](const SubgroupRecovery& r) { return r == SubgroupRecovery::Call || r == SubgroupRecovery::Step; },
+      "call or step");
   const Source<MembershipBackend> backends{o.read_environment};
   backends.take(
       s.membership, o.membership, "membership", "RINGMEND_MEMBERSHIP", parse_membership,

@@ -85,6 +85,12 @@ Subgroup::Subgroup(Communicator::Impl& world, std::weak_ptr<void> world_alive,
   rank_ = static_cast<int>(std::find(members_.begin(), members_.end(), me) - members_.begin());
   identity_ = identity_of(members_, world_.subgroups_made[members_]++);
   judged_on_ = world_.epoch().number;
+  // The membership the application saw at its last world call, not the
+  // epoch: a loss recovered since (from inside another subgroup's call)
+  // is announced at the next world call, on every member in the same one,
+  // and a subgroup made before that call ends at the loss on every member
+  // alike, whether this one made it before or after the recovery.
+  world_seen_ = world_.view().members;
 }
 
 Subgroup::~Subgroup() {
@@ -124,9 +130,27 @@ std::pair<Errc, std::string> Subgroup::interruption(const std::string& what) con
                                        "bad input, a mismatch or a time limit) [" +
                                        what + "]"};
   return {Errc::MemberLost, name_ + ": member " + ids_of(*epoch_, failed) + " failed during call #" +
-                                std::to_string(seq_) +
-                                "; subgroups do not recover yet (docs/subgroups.md): the world communicator "
-                                "recovers at its next call; split it again"};
+                                std::to_string(seq_) + "; " + remedy()};
+}
+
+std::string Subgroup::remedy() const {
+  if (world_.settings().subgroup_recovery == SubgroupRecovery::Step)
+    return "every subgroup ends at a loss in the world (RINGMEND_SUBGROUP_RECOVERY=step): make the "
+           "subgroups again and run the step again";
+  return "subgroups do not recover yet (docs/subgroups.md): the world communicator recovers at its next "
+         "call; split it again";
+}
+
+void Subgroup::end_if_world_lost_a_member(const membership::Epoch& world) {
+  if (world_.settings().subgroup_recovery != SubgroupRecovery::Step) return;
+  // Members never come back: one missing now was lost (or released) in a
+  // world epoch since, and every member of the world sees the same epochs.
+  std::string lost;
+  for (membership::MemberId id : world_seen_)
+    if (!world.contains(id)) lost += (lost.empty() ? "" : ", ") + std::to_string(id);
+  world_seen_ = world.members;
+  if (!lost.empty())
+    end(Errc::MemberLost, name_ + ": ended by the loss of member " + lost + " in the world; " + remedy());
 }
 
 void Subgroup::end(Errc code, const std::string& why) {
@@ -144,6 +168,7 @@ void Subgroup::end(Errc code, const std::string& why) {
 void Subgroup::ensure_epoch() {
   membership::Epoch& world = world_.epoch();
   if (epoch_ && built_on_ == world.number) return;
+  end_if_world_lost_a_member(world);
   std::vector<int> ranks;
   std::vector<membership::MemberId> lost;
   for (membership::MemberId id : members_) {
@@ -156,9 +181,8 @@ void Subgroup::ensure_epoch() {
   if (!lost.empty()) {
     std::string ids;
     for (auto id : lost) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
-    end(Errc::MemberLost, name_ + ": member " + ids +
-                              " left the world's membership (failed or released); subgroups do not "
-                              "recover yet (docs/subgroups.md): split the world communicator again");
+    end(Errc::MemberLost,
+        name_ + ": member " + ids + " left the world's membership (failed or released); " + remedy());
   }
   if (epoch_) {
     epoch_->retire();
@@ -168,9 +192,7 @@ void Subgroup::ensure_epoch() {
   // A member already known dead ends the subgroup before its build waits
   // for it.
   if (const std::vector<int> dead = dead_among(world, ranks); !dead.empty()) {
-    end(Errc::MemberLost, name_ + ": member " + ids_of(world, dead) +
-                              " failed; subgroups do not recover yet (docs/subgroups.md): the world "
-                              "communicator recovers at its next call; split it again");
+    end(Errc::MemberLost, name_ + ": member " + ids_of(world, dead) + " failed; " + remedy());
   }
   membership::Control::SubsetSpec spec;
   spec.ranks = ranks;

@@ -15,7 +15,10 @@
 // survivors, at that call or at their next one; it runs no more calls. The
 // world recovers as always, at its own next call; a subgroup whose members
 // all survived the world's recovery goes on (its epoch is rebuilt over the
-// new world epoch). Bad input on one rank ends the call on every rank of
+// new world epoch), unless RINGMEND_SUBGROUP_RECOVERY=step: then a loss
+// anywhere in the world ends it too, so that every member leaves its step
+// and the application runs the step again over subgroups made anew, with
+// the spares in them. Bad input on one rank ends the call on every rank of
 // the subgroup with an error, never a hang.
 #pragma once
 
@@ -82,6 +85,11 @@ class Subgroup final : public transport::WaitContext {
   // every member's progress in the world epoch's exchange (the same on
   // each): it ends unless every member finished as many of its calls.
   void judge(const membership::Epoch& world);
+  // Under RINGMEND_SUBGROUP_RECOVERY=step: ends the subgroup when a member
+  // of the world it last saw is gone from `world`.
+  void end_if_world_lost_a_member(const membership::Epoch& world);
+  // What the application does after a member's loss ended the subgroup.
+  std::string remedy() const;
   // Ends the subgroup: every later call throws `code` with `why`.
   [[noreturn]] void end(Errc code, const std::string& why);
   // Why the call was interrupted: the members the control group reports
@@ -99,6 +107,7 @@ class Subgroup final : public transport::WaitContext {
   std::uint64_t seq_ = 0;
   bool in_call_ = false;
   std::uint64_t judged_on_ = 0;  // the world epoch whose members' progress it last judged
+  std::vector<membership::MemberId> world_seen_;  // the world as the application saw it when it was made
   Errc ended_code_ = Errc::MemberLost;
   std::string ended_;  // why the subgroup runs no more calls; empty while it does
   std::vector<std::byte> scratch_;

@@ -419,6 +419,10 @@ class PyRuntime {
          [&](const py::handle& v) {
            o.spare_policy = parse_spare_policy("spare_policy", v.cast<std::string>());
          }},
+        {"subgroup_recovery",
+         [&](const py::handle& v) {
+           o.subgroup_recovery = parse_subgroup_recovery("subgroup_recovery", v.cast<std::string>());
+         }},
         {"shm", [&](const py::handle& v) { o.shm = flag(v); }},
         {"shm_tune", [&](const py::handle& v) { o.shm_tune = flag(v); }},
         {"ucx_workers_ahead", [&](const py::handle& v) { o.ucx_workers_ahead = flag(v); }},
@@ -539,6 +543,10 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("fault_tolerance_status",
                              [](PyRuntime& r) { return r.get().fault_tolerance_status(); })
       .def_property_readonly("control_address", [](PyRuntime& r) { return r.get().control_address(); })
+      .def_property_readonly(
+          "subgroup_recovery",
+          [](PyRuntime& r) { return std::string(name_of(r.get().settings().subgroup_recovery)); },
+          "\"call\" or \"step\": what a loss in the world does to subgroups (RINGMEND_SUBGROUP_RECOVERY)")
       .def("_application_failed", [](PyRuntime& r) { r.get().application_failed(); })
       .def_property_readonly("closed", &PyRuntime::closed)
       .def("close", &PyRuntime::close);

@@ -133,6 +133,24 @@ TEST(Config, Spares) {
   ::unsetenv("RINGMEND_SPARES");
 }
 
+TEST(Config, SubgroupRecovery) {
+  EXPECT_EQ(Options{}.resolve().subgroup_recovery, SubgroupRecovery::Call);
+  ::setenv("RINGMEND_SUBGROUP_RECOVERY", "step", 1);
+  EXPECT_EQ(Options{}.resolve().subgroup_recovery, SubgroupRecovery::Step);
+  Options code;
+  code.subgroup_recovery = SubgroupRecovery::Call;  // the code's choice comes first
+  EXPECT_EQ(code.resolve().subgroup_recovery, SubgroupRecovery::Call);
+  ::setenv("RINGMEND_SUBGROUP_RECOVERY", "restart", 1);
+  try {
+    Options{}.resolve();
+    ADD_FAILURE() << "RINGMEND_SUBGROUP_RECOVERY=restart accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::BadEnvironment);
+    EXPECT_NE(std::string(e.what()).find("call or step"), std::string::npos) << e.what();
+  }
+  ::unsetenv("RINGMEND_SUBGROUP_RECOVERY");
+}
+
 TEST(Config, SharedMemorySettings) {
   ::setenv("RINGMEND_SHM", "0", 1);
   ::setenv("RINGMEND_SHM_CHUNK_BYTES", "1M", 1);

@@ -12,7 +12,8 @@ float16 and bfloat16; allreduce (SUM, AVG, PRODUCT, MIN, MAX), broadcast,
 barrier, allgather, reduce_scatter, all non-blocking (async_op=True gives a
 Work with wait(), is_completed() and get_future()). Other operations raise
 an error that names them. dist.new_group (and a DeviceMesh's dimensions)
-makes ringmend subgroups; without failures only so far (docs/subgroups.md).
+makes ringmend subgroups (docs/subgroups.md); ringmend.torch.hsdp trains
+HSDP over them through failures, spares taking the lost members' places.
 
 After a failure the group keeps working, in place: torch fixes a group's
 rank and size when it is made, so the group keeps its numbering and size
@@ -46,8 +47,24 @@ from ringmend.torch.spares import DistributedDataParallel, training_state, whole
 
 
 # The member id of each torch rank of the default group, as it was made
-# (torch keeps a group's ranks for good; ringmend's renumber after a loss).
+# (torch keeps a group's ranks for good; ringmend's renumber after a loss),
+# except that a spare takes the torch rank of the member it replaced.
 _torch_rank_members = None
+_members_seen = None  # ringmend's ranks' members before the latest change
+
+
+def _follow_replacements(change):
+    """A spare admitted in a lost member's place takes its ringmend rank;
+    it takes its torch rank too, so that dist.new_group (a DeviceMesh made
+    again after the loss) finds it where the lost member was."""
+    global _members_seen
+    current = list(runtime().world.member_ids)
+    for rank, member in enumerate(current):
+        if member in change.joined and rank < len(_members_seen) and _members_seen[rank] in change.lost:
+            lost = _members_seen[rank]
+            if lost in _torch_rank_members:
+                _torch_rank_members[_torch_rank_members.index(lost)] = member
+    _members_seen = current
 
 
 def _create(opts, _backend_options=None):
@@ -66,7 +83,11 @@ def _create(opts, _backend_options=None):
                 f"(rank {world.rank} of {world.size}), but torch passed rank {rank} of {size}: "
                 f"use ringmend.torch.init_process_group(), or pass rank and world_size from it"
             )
+        global _members_seen
         _torch_rank_members = list(world.member_ids)
+        if _members_seen is None:
+            world.on_membership_change(_follow_replacements)
+        _members_seen = list(world.member_ids)
         return RingmendBackend(world._capsule(), world, rank, size)
     global_ranks = list(opts.global_ranks_in_group) or list(range(len(_torch_rank_members)))
     current = list(world.member_ids)

@@ -24,6 +24,16 @@ namespace ringmend {
 enum class SparePolicy { Replace, Shrink };
 const char* name_of(SparePolicy policy);
 
+// What a loss in the world does to its subgroups (Settings::subgroup_recovery;
+// docs/subgroups.md, "Recovery by the step").
+//   call  a subgroup whose members all survived, each as far as the
+//         others, goes on; one that lost a member ends with MemberLost
+//   step  every subgroup made before the loss ends, on every member, at
+//         its call or its next one: the application makes them again
+//         (spares in the lost members' places) and runs its step again
+enum class SubgroupRecovery { Call, Step };
+const char* name_of(SubgroupRecovery recovery);
+
 // What the hang detector does with a member it finds stuck
 // (Settings::hang_policy; docs/recovery.md, "Stuck members").
 //   exclude  kill it and recover as from its death
@@ -89,6 +99,8 @@ struct Settings {
   // like a spare at the members' next call; the job grows by it.
   bool join = false;                                // RINGMEND_JOIN
   SparePolicy spare_policy = SparePolicy::Replace;  // RINGMEND_SPARE_POLICY: replace | shrink
+  // The same on every rank, like every setting that decides a protocol.
+  SubgroupRecovery subgroup_recovery = SubgroupRecovery::Call;  // RINGMEND_SUBGROUP_RECOVERY: call | step
   // Shared memory inside a node
   bool shm = true;  // RINGMEND_SHM=0: UCX even inside a node
   // The shared-memory pipeline: each rank's buffers, cut per call into
@@ -141,6 +153,7 @@ struct Options {
   std::optional<std::size_t> spares;
   std::optional<bool> join;
   std::optional<SparePolicy> spare_policy;
+  std::optional<SubgroupRecovery> subgroup_recovery;
   std::optional<HangPolicy> hang_policy;
   std::optional<StragglerPolicy> straggler_policy;
   std::optional<std::size_t> straggler_window;
@@ -170,6 +183,7 @@ double parse_seconds(const std::string& name, const std::string& value);
 bool parse_bool(const std::string& name, const std::string& value);
 LogLevel parse_log_level(const std::string& name, const std::string& value);
 SparePolicy parse_spare_policy(const std::string& name, const std::string& value);
+SubgroupRecovery parse_subgroup_recovery(const std::string& name, const std::string& value);
 HangPolicy parse_hang_policy(const std::string& name, const std::string& value);
 StragglerPolicy parse_straggler_policy(const std::string& name, const std::string& value);
 double parse_fraction(const std::string& name, const std::string& value);
