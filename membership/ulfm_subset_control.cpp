@@ -19,6 +19,29 @@ struct Header {
   std::uint64_t operation;
 };
 
+// A message's header and payload, one buffer to send.
+std::vector<std::byte> framed(const Header& header, const void* payload, std::size_t bytes) {
+  std::vector<std::byte> out(sizeof header + bytes);
+  std::memcpy(out.data(), &header, sizeof header);
+  if (bytes > 0) std::memcpy(out.data() + sizeof header, payload, bytes);
+  return out;
+}
+
+// Whether a received message belongs to operation `expected` of this
+// subset: false for a stray of an operation a failure cut short (the
+// caller's operation fails, as after a failure); another subset's message
+// on these tags is a bug, never taken for this one's.
+bool of_operation(const std::byte* message, std::size_t bytes, const Header& expected) {
+  Header theirs{};
+  if (bytes < sizeof theirs) return false;
+  std::memcpy(&theirs, message, sizeof theirs);
+  if (theirs.fingerprint != expected.fingerprint)
+    throw Error(Errc::Internal,
+                "subgroup control: a message of another subgroup arrived on its tags "
+                "(two subgroups of these processes drew the same tags)");
+  return theirs.operation == expected.operation;
+}
+
 std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::steady_clock::now().time_since_epoch())
@@ -207,9 +230,7 @@ bool UlfmSubsetControl::allgather(const void* mine, std::size_t bytes, void* all
     }
     receives.push_back(q);
   }
-  std::vector<std::byte> out(message);
-  std::memcpy(out.data(), &header, sizeof header);
-  if (bytes > 0) std::memcpy(out.data() + sizeof header, mine, bytes);
+  const std::vector<std::byte> out = framed(header, mine, bytes);
   bool sent = true;
   for (int r = 0; r < size() && sent; ++r)
     if (r != rank_) sent = send(r, gather_tag(), out);
@@ -220,15 +241,7 @@ bool UlfmSubsetControl::allgather(const void* mine, std::size_t bytes, void* all
   auto* to = static_cast<std::byte*>(all);
   for (int r = 0; r < size(); ++r) {
     const std::byte* from = received.data() + message * static_cast<std::size_t>(r);
-    if (r != rank_) {
-      Header theirs{};
-      std::memcpy(&theirs, from, sizeof theirs);
-      if (theirs.fingerprint != fingerprint_)
-        throw Error(Errc::Internal,
-                    "subgroup control: a message of another subgroup arrived on its tags "
-                    "(two subgroups of these processes drew the same tags)");
-      if (theirs.operation != header.operation) return false;  // a stray of an operation cut short
-    }
+    if (r != rank_ && !of_operation(from, message, header)) return false;
     if (bytes > 0)
       std::memcpy(to + bytes * static_cast<std::size_t>(r), r == rank_ ? mine : from + sizeof header, bytes);
   }
@@ -249,9 +262,7 @@ bool UlfmSubsetControl::exchange(const std::vector<int>& peers, const std::vecto
   theirs.assign(peers.size(), {});
   if (peers.empty()) return true;
   const Header header{fingerprint_, ++operations_};
-  std::vector<std::byte> out(sizeof header + mine.size());
-  std::memcpy(out.data(), &header, sizeof header);
-  if (!mine.empty()) std::memcpy(out.data() + sizeof header, mine.data(), mine.size());
+  const std::vector<std::byte> out = framed(header, mine.data(), mine.size());
   for (int peer : peers)
     if (!send(peer, address_tag(), out)) return false;
   // Addresses differ in length: each is probed for, then received.
@@ -272,15 +283,8 @@ bool UlfmSubsetControl::exchange(const std::vector<int>& peers, const std::vecto
       MPI_Get_count(&status, MPI_BYTE, &count);
       std::vector<std::byte> in(static_cast<std::size_t>(std::max(count, 0)));
       if (MPI_Mrecv(in.data(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
-      Header h{};
-      if (in.size() < sizeof h) return false;
-      std::memcpy(&h, in.data(), sizeof h);
-      if (h.fingerprint != fingerprint_)
-        throw Error(Errc::Internal,
-                    "subgroup control: a message of another subgroup arrived on its tags "
-                    "(two subgroups of these processes drew the same tags)");
-      if (h.operation != header.operation) return false;
-      theirs[i].assign(in.begin() + sizeof h, in.end());
+      if (!of_operation(in.data(), in.size(), header)) return false;
+      theirs[i].assign(in.begin() + sizeof(Header), in.end());
       have[i] = true;
       --left;
     }

@@ -101,12 +101,16 @@ Subgroup::~Subgroup() {
   world_.keep_until_end(std::move(epoch_));
 }
 
-std::pair<Errc, std::string> Subgroup::interruption(const std::string& what) const {
+std::optional<std::pair<Errc, std::string>> Subgroup::interruption(const std::string& what) const {
   // A survivor that saw a node mate die (its pidfd, before ULFM knows)
   // revokes the subgroup at once: the others may hear of the revocation
   // before the death. A moment for the death to show, before the call
-  // counts as ended by a rank that refused it.
-  if (!epoch_) return {Errc::MemberLost, name_ + ": " + what};
+  // counts as ended by a rank that refused it. A death elsewhere in the
+  // world also cuts a subgroup's build or call short (the world's
+  // communicator, which the subgroup's control group talks on, is revoked
+  // by its recovery): that is no refusal, and the caller joins the
+  // recovery (nullopt).
+  if (!epoch_) return std::pair{Errc::MemberLost, name_ + ": " + what};
   std::vector<int> others;
   for (int r = 0; r < epoch_->size; ++r)
     if (r != epoch_->rank) others.push_back(r);
@@ -118,19 +122,26 @@ std::pair<Errc, std::string> Subgroup::interruption(const std::string& what) con
     return same_node(epoch_->infos.at(static_cast<std::size_t>(r)), me);
   });
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(all_mates ? 20 : 1500);
+  membership::Epoch& world = world_.epoch();
+  std::vector<int> world_ranks;
+  for (int r = 0; r < world.size; ++r)
+    if (r != world.rank) world_ranks.push_back(r);
   std::vector<int> failed;
   for (;;) {
     failed = dead_among(*epoch_, others);
-    if (!failed.empty() || std::chrono::steady_clock::now() > give_up) break;
+    if (!failed.empty()) break;
+    if (world.failure_noticed() || !dead_among(world, world_ranks).empty()) return std::nullopt;
+    if (std::chrono::steady_clock::now() > give_up) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   if (failed.empty())
-    return {Errc::InvalidArgument, name_ + ": call #" + std::to_string(seq_) +
-                                       " ended: another rank of the subgroup ended it (its error says why: "
-                                       "bad input, a mismatch or a time limit) [" +
-                                       what + "]"};
-  return {Errc::MemberLost, name_ + ": member " + ids_of(*epoch_, failed) + " failed during call #" +
-                                std::to_string(seq_) + "; " + remedy()};
+    return std::pair{Errc::InvalidArgument,
+                     name_ + ": call #" + std::to_string(seq_) +
+                         " ended: another rank of the subgroup ended it (its error says "
+                         "why: bad input, a mismatch or a time limit) [" +
+                         what + "]"};
+  return std::pair{Errc::MemberLost, name_ + ": member " + ids_of(*epoch_, failed) + " failed during call #" +
+                                         std::to_string(seq_) + "; " + remedy()};
 }
 
 std::string Subgroup::remedy() const {
@@ -229,8 +240,9 @@ void Subgroup::ensure_epoch() {
     // The world's recovery under way revokes the communicator the build
     // talks on: the caller joins that recovery and builds again.
     if (world_.epoch().failure_noticed()) throw transport::Interrupted(name_ + ": the world is recovering");
-    const auto [code, why] = interruption("its epoch could not be built");
-    end(code, why);
+    const auto why = interruption("its epoch could not be built");
+    if (!why) throw transport::Interrupted(name_ + ": the world is recovering");
+    end(why->first, why->second);
   }
   log(LogLevel::Debug, name_ + ": epoch over world epoch " + std::to_string(built_on_) + ", " +
                            std::to_string(size()) + " ranks (" + builder.laps() + ")");
@@ -331,14 +343,14 @@ CollectiveResult Subgroup::call(const CollectiveCall& c) {
         recover_world();
         continue;
       }
-      const auto [code, why] = interruption(e.what());
-      // No member of the subgroup died: the world's failure may have shown
-      // meanwhile (then it is the interruption's cause).
-      if (code != Errc::MemberLost && world_.epoch().failure_noticed()) {
+      // A death in the world outside the subgroup, not yet noticed as a
+      // failure of the world, is one too (interruption() says so).
+      const auto why = interruption(e.what());
+      if (!why) {
         recover_world();
         continue;
       }
-      end(code, why);
+      end(why->first, why->second);
     } catch (const transport::Mismatch& e) {
       end(Errc::Mismatch, name_ + ": " + e.what());
     } catch (const Error& e) {

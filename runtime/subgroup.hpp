@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -93,8 +94,10 @@ class Subgroup final : public transport::WaitContext {
   // Ends the subgroup: every later call throws `code` with `why`.
   [[noreturn]] void end(Errc code, const std::string& why);
   // Why the call was interrupted: the members the control group reports
-  // failed, or a revocation by a member that refused its call.
-  std::pair<Errc, std::string> interruption(const std::string& what) const;
+  // failed, or a revocation by a member that refused its call; nullopt
+  // when the world is recovering, or one of its members died (the caller
+  // takes part in the world's recovery and runs the call again).
+  std::optional<std::pair<Errc, std::string>> interruption(const std::string& what) const;
 
   Communicator::Impl& world_;
   std::weak_ptr<void> world_alive_;

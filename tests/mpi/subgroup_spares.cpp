@@ -26,8 +26,8 @@
 //                 member 1's shard from member 3, and the job ends with 4
 //                 ranks, the spare among them, every shard exact.
 //   --pid-dir=DIR writes DIR/memberN.pid, for a killer outside
-//                 (subgroup_spare_kill_random.sh); a member lost after
-//                 the last vote then ends the last check's column.
+//                 (spare_kill_random.sh); a member lost after the last
+//                 vote then ends the last check's column.
 //   --steps=N, --count=N (elements per shard).
 #include <signal.h>
 #include <unistd.h>

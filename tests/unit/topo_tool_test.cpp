@@ -2,6 +2,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -102,6 +103,23 @@ TEST(TopoTool, RailDevicesGoToLocalRanks) {
   const ToolRun none = tool("--synthetic 'pack:1 core:2 pu:1' --ranks 2");
   EXPECT_NE(none.out.find("rail devices: none named"), std::string::npos) << none.out;
   EXPECT_EQ(tool("--synthetic 'pack:1 core:2 pu:1' --ranks 2 --rail-devices ''").status, 2);
+}
+
+TEST(TopoTool, RailDevicesFollowTheJobsRule) {
+  // What a job refuses (core/options.cpp), the tool refuses, saying why.
+  const ToolRun spaced = tool("--synthetic 'pack:1 core:2 pu:1' --ranks 2 --rail-devices 'eth1,eth 2'");
+  EXPECT_EQ(spaced.status, 2) << spaced.out;
+  EXPECT_NE(spaced.out.find("--rail-devices"), std::string::npos) << spaced.out;
+  EXPECT_NE(spaced.out.find("at most 23"), std::string::npos) << spaced.out;
+  std::string seventeen;
+  for (int i = 0; i < 17; ++i) seventeen += (i ? "," : "") + std::string("eth") + std::to_string(i);
+  const ToolRun many = tool("--synthetic 'pack:1 core:2 pu:1' --ranks 2 --rail-devices " + seventeen);
+  EXPECT_EQ(many.status, 2) << many.out;
+  ::setenv("RINGMEND_RAIL_DEVICES", "eth1,,eth2", 1);  // the tool inherits it
+  const ToolRun from_env = tool("--synthetic 'pack:1 core:2 pu:1' --ranks 2");
+  ::unsetenv("RINGMEND_RAIL_DEVICES");
+  EXPECT_EQ(from_env.status, 2) << from_env.out;
+  EXPECT_NE(from_env.out.find("RINGMEND_RAIL_DEVICES"), std::string::npos) << from_env.out;
 }
 
 TEST(TopoTool, OneRankPerNodeStripesOverEveryNic) {

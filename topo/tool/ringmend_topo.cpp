@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "ringmend/core/error.hpp"
+#include "ringmend/core/options.hpp"
 #include "topo/hwloc_handle.hpp"
 #include "topo/location.hpp"
 #include "topo/nearest_device.hpp"
@@ -113,11 +115,19 @@ Options parse(int argc, char** argv) {
   for (std::string core; std::getline(cores, core, ',');) o.bind.push_back(std::stoi(core));
   if (!o.ranks && !o.bind.empty()) o.ranks = static_cast<int>(o.bind.size());
   if (o.nodes && !o.ranks) throw std::invalid_argument("--nodes needs --ranks (or --bind)");
-  if (o.rail_devices.empty())
-    if (const char* env = std::getenv("RINGMEND_RAIL_DEVICES"); env && *env) {
-      std::istringstream devices(env);
-      for (std::string d; std::getline(devices, d, ',');) o.rail_devices.push_back(d);
+  // The same rule as a job's (core/options.cpp): what the tool accepts, a
+  // job accepts.
+  try {
+    if (!o.rail_devices.empty()) {
+      std::string named;
+      for (const std::string& d : o.rail_devices) named += (named.empty() ? "" : ",") + d;
+      (void)ringmend::parse_device_list("--rail-devices", named);
+    } else if (const char* env = std::getenv("RINGMEND_RAIL_DEVICES"); env && *env) {
+      o.rail_devices = ringmend::parse_device_list("RINGMEND_RAIL_DEVICES", env);
     }
+  } catch (const ringmend::Error& e) {
+    throw std::invalid_argument(e.what());
+  }
   return o;
 }
 
