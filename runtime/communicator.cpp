@@ -26,14 +26,16 @@ std::atomic<long>& application_errors() {
 namespace {
 
 // A failure the application did not cause is also logged, at `error` (a
-// lost broadcast root at `warn`: the job goes on), so that an operator sees
-// it even where the application swallows it; bad input (argument,
-// mismatch, setting) is the application's to report.
+// lost broadcast root, or a subgroup ended by a member's loss, at `warn`:
+// the job goes on, and under recovery by the step that is its normal
+// course), so that an operator sees it even where the application
+// swallows it; bad input (argument, mismatch, setting) is the
+// application's to report.
 Error logged(Error e) {
   application_errors().fetch_add(1, std::memory_order_relaxed);
   const Errc c = e.code();
   if (!caused_by_input(c))
-    log(c == Errc::RootLost ? LogLevel::Warn : LogLevel::Error,
+    log(c == Errc::RootLost || c == Errc::MemberLost ? LogLevel::Warn : LogLevel::Error,
         std::string("collective failed (") + to_string(c) + "): " + e.what());
   return e;
 }
