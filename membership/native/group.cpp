@@ -402,6 +402,12 @@ void Group::install(const std::vector<MemberId>& next) {
     ++j;
   }
   if (!joining_.empty() && !change_->changing()) deliver(change_->request());
+  // A member that said Bye while the change that made this view was under
+  // way (after its promise) is in the view but gone: the next change
+  // starts now. Nothing else would start it, since a departed member is
+  // never suspected and its silence is not watched.
+  for (MemberId d : departed_)
+    if (std::binary_search(members_.begin(), members_.end(), d)) deliver(change_->suspect(d));
   std::vector<Frame> later;
   later.swap(later_);
   for (Frame& f : later) {
