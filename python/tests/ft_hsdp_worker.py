@@ -74,6 +74,12 @@ def compute(model):
     die_if("vote")
 
 
+# Bad input is an error on every rank, before any collective.
+try:
+    hsdp.FaultTolerantHSDP(make_model, make_optimizer, (3, 2), step)
+    sys.exit(f"member {me}: FAILED: a (3, 2) mesh on 4 ranks was accepted")
+except ValueError as e:
+    assert "needs 6 ranks" in str(e), e
 ft = hsdp.FaultTolerantHSDP(make_model, make_optimizer, (2, 2), step)
 while int(step[0]) < steps:
     if not ft.run_step(compute):
