@@ -59,12 +59,18 @@ std::vector<int> dead_among(membership::Epoch& e, const std::vector<int>& ranks)
   return dead;
 }
 
-// "2, 5": the member ids of ranks `ranks` of `e`.
+// "2, 5": member ids, for errors.
+std::string listed(const std::vector<membership::MemberId>& ids) {
+  std::string text;
+  for (membership::MemberId id : ids) text += (text.empty() ? "" : ", ") + std::to_string(id);
+  return text;
+}
+
+// The member ids of ranks `ranks` of `e`, listed.
 std::string ids_of(const membership::Epoch& e, const std::vector<int>& ranks) {
-  std::string ids;
-  for (int r : ranks)
-    ids += (ids.empty() ? "" : ", ") + std::to_string(e.members.at(static_cast<std::size_t>(r)));
-  return ids;
+  std::vector<membership::MemberId> ids;
+  for (int r : ranks) ids.push_back(e.members.at(static_cast<std::size_t>(r)));
+  return listed(ids);
 }
 
 bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
@@ -156,12 +162,13 @@ void Subgroup::end_if_world_lost_a_member(const membership::Epoch& world) {
   if (world_.settings().subgroup_recovery != SubgroupRecovery::Step) return;
   // Members never come back: one missing now was lost (or released) in a
   // world epoch since, and every member of the world sees the same epochs.
-  std::string lost;
+  std::vector<membership::MemberId> lost;
   for (membership::MemberId id : world_seen_)
-    if (!world.contains(id)) lost += (lost.empty() ? "" : ", ") + std::to_string(id);
+    if (!world.contains(id)) lost.push_back(id);
   world_seen_ = world.members;
   if (!lost.empty())
-    end(Errc::MemberLost, name_ + ": ended by the loss of member " + lost + " in the world; " + remedy());
+    end(Errc::MemberLost,
+        name_ + ": ended by the loss of member " + listed(lost) + " in the world; " + remedy());
 }
 
 void Subgroup::end(Errc code, const std::string& why) {
@@ -189,12 +196,9 @@ void Subgroup::ensure_epoch() {
     else
       ranks.push_back(static_cast<int>(at - world.members.begin()));
   }
-  if (!lost.empty()) {
-    std::string ids;
-    for (auto id : lost) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
-    end(Errc::MemberLost,
-        name_ + ": member " + ids + " left the world's membership (failed or released); " + remedy());
-  }
+  if (!lost.empty())
+    end(Errc::MemberLost, name_ + ": member " + listed(lost) +
+                              " left the world's membership (failed or released); " + remedy());
   if (epoch_) {
     epoch_->retire();
     world_.keep_until_end(std::move(epoch_));
