@@ -3,13 +3,14 @@ torch's gloo backend, in one job, on the same tensors; then the DDP step
 time of examples/torch_ddp.py's model with each backend.
 
     ringmend-run -n 2 python3 bench/torch_allreduce.py [--sizes 4K:64M] [--runs 5]
-        [--ops all_reduce,all_gather,reduce_scatter]
+        [--ops all_reduce,all_gather,reduce_scatter,all_to_all]
 
 For each operation and size (the bytes of the full buffer: the allreduce's
 tensor, the allgather's output, the reduce-scatter's input): busbw (GB/s)
 as nccl-tests count it, 2 (n-1)/n x bytes / time for all_reduce and
-(n-1)/n x bytes / time for all_gather_into_tensor and reduce_scatter_tensor
-(the traffic per rank of a ring), min / median / max over --runs runs of
+(n-1)/n x bytes / time for all_gather_into_tensor, reduce_scatter_tensor
+(the traffic per rank of a ring) and all_to_all_single (each rank's input
+less its own block, the bytes being the input), min / median / max over --runs runs of
 --iters calls each, for each backend, and the ratio of the medians. Rank 0
 prints; the numbers belong to the machine they ran on.
 """
@@ -44,6 +45,8 @@ def buffers(op, size, n):
     if op == "all_reduce":
         return (torch.ones(size // 4, dtype=torch.float32),)
     block = size // 4 // n
+    if op == "all_to_all":
+        return torch.empty(block * n, dtype=torch.float32), torch.ones(block * n, dtype=torch.float32)
     if op == "all_gather":
         return torch.empty(block * n, dtype=torch.float32), torch.ones(block, dtype=torch.float32)
     return torch.empty(block, dtype=torch.float32), torch.ones(block * n, dtype=torch.float32)
@@ -54,6 +57,8 @@ def call(op, tensors, group):
         dist.all_reduce(tensors[0], group=group)
     elif op == "all_gather":
         dist.all_gather_into_tensor(tensors[0], tensors[1], group=group)
+    elif op == "all_to_all":
+        dist.all_to_all_single(tensors[0], tensors[1], group=group)
     else:
         dist.reduce_scatter_tensor(tensors[0], tensors[1], group=group)
 

@@ -9,7 +9,14 @@
 
 namespace ringmend::coll {
 
-enum class CollectiveKind : std::uint8_t { Allreduce = 1, Broadcast = 2, Allgather = 3, ReduceScatter = 4 };
+enum class CollectiveKind : std::uint8_t {
+  Allreduce = 1,
+  Broadcast = 2,
+  Allgather = 3,
+  ReduceScatter = 4,
+  AllgatherV = 5,  // an allgather whose blocks differ in size
+  Alltoall = 6,
+};
 
 inline const char* name_of(CollectiveKind k) {
   switch (k) {
@@ -21,6 +28,10 @@ inline const char* name_of(CollectiveKind k) {
       return "allgather";
     case CollectiveKind::ReduceScatter:
       return "reduce_scatter";
+    case CollectiveKind::AllgatherV:
+      return "allgatherv";
+    case CollectiveKind::Alltoall:
+      return "alltoall";
   }
   return "?";
 }
@@ -74,15 +85,24 @@ struct BroadcastArgs {
 struct AllgatherArgs {
   const void* input;  // this rank's block (never written)
   void* output;       // one block per rank, in slot order
-  std::size_t count;  // elements per block, > 0
+  std::size_t count;  // elements per block, > 0 (with `counts`: of all blocks together)
   DataType type;      // carried for the header check only: blocks move as bytes
   std::uint64_t seq;  // collective number, checked against the peers'
   // The block of channel rank r goes to output slot slots[r] (the ranks the
   // application sees can differ from the channel's, see membership::Epoch);
   // null: slot r.
   const int* slots = nullptr;
+  // An uneven allgather (CollectiveKind::AllgatherV): slot s's block holds
+  // counts[s] elements (0 allowed) and starts offsets[s] elements into the
+  // output. Null: every block holds `count`, end to end.
+  const std::size_t* counts = nullptr;
+  const std::size_t* offsets = nullptr;
   std::size_t block_bytes() const { return count * size_of(type); }
   int slot_of(int rank) const { return slots ? slots[rank] : rank; }
+  std::size_t bytes_of_slot(int slot) const { return counts ? counts[slot] * size_of(type) : block_bytes(); }
+  std::size_t offset_of_slot(int slot) const {
+    return (offsets ? offsets[slot] : static_cast<std::size_t>(slot) * count) * size_of(type);
+  }
 };
 
 struct ReduceScatterArgs {
@@ -100,6 +120,24 @@ struct ReduceScatterArgs {
   int slot_of(int rank) const { return slots ? slots[rank] : rank; }
 };
 
+struct AlltoallArgs {
+  const void* input;  // the blocks for every slot (never written)
+  void* output;       // the blocks from every slot (must not overlap the input)
+  DataType type;      // blocks move as bytes; the type sizes them
+  std::uint64_t seq;  // collective number, checked against the peers'
+  // Per slot, in elements: what this rank sends to it (send_counts, from
+  // send_offsets of the input) and receives from it (recv_counts, at
+  // recv_offsets of the output). What r sends to s is what s expects from
+  // r: each pair checks it before any data moves.
+  const std::size_t* send_counts = nullptr;
+  const std::size_t* send_offsets = nullptr;
+  const std::size_t* recv_counts = nullptr;
+  const std::size_t* recv_offsets = nullptr;
+  // As AllgatherArgs::slots.
+  const int* slots = nullptr;
+  int slot_of(int rank) const { return slots ? slots[rank] : rank; }
+};
+
 // One call, of any kind.
 struct Call {
   CollectiveKind kind = CollectiveKind::Allreduce;
@@ -107,6 +145,7 @@ struct Call {
   BroadcastArgs broadcast{};           // kind == Broadcast
   AllgatherArgs allgather{};           // kind == Allgather (bytes(): this rank's block)
   ReduceScatterArgs reduce_scatter{};  // kind == ReduceScatter (bytes(): this rank's block)
+  AlltoallArgs alltoall{};             // kind == Alltoall (bytes(): 0, the sizes are per pair)
   std::size_t bytes() const {
     switch (kind) {
       case CollectiveKind::Allreduce:
@@ -117,6 +156,10 @@ struct Call {
         return allgather.block_bytes();
       case CollectiveKind::ReduceScatter:
         return reduce_scatter.block_bytes();
+      case CollectiveKind::AllgatherV:
+        return allgather.block_bytes();  // the whole output
+      case CollectiveKind::Alltoall:
+        return 0;
     }
     return 0;
   }

@@ -6,8 +6,8 @@
 //     over: coll::Layout (the epoch's plan in ranks) and coll::Channels;
 //   * one header per algorithm: ring_allreduce.hpp, recursive_doubling.hpp,
 //     shm_allreduce.hpp (one-shot and pipelined, shared memory inside a node
-//     and rails across), chain_broadcast.hpp, ring_allgather.hpp,
-//     ring_reduce_scatter.hpp;
+//     and rails across), chain_broadcast.hpp, ring_allgather.hpp (even
+//     and uneven blocks), ring_reduce_scatter.hpp, pairwise_alltoall.hpp;
 //     ring_stream.hpp is the non-blocking ring the pipelined path runs
 //     between nodes;
 //   * direct_transfer.hpp: one buffer from one rank straight to a few
@@ -25,6 +25,7 @@
 #include "coll/algorithm.hpp"
 #include "coll/chain_broadcast.hpp"
 #include "coll/direct_transfer.hpp"
+#include "coll/pairwise_alltoall.hpp"
 #include "coll/recursive_doubling.hpp"
 #include "coll/reduce_kernels.hpp"
 #include "coll/ring_allgather.hpp"

@@ -4,7 +4,10 @@
 // output, the least any allgather can move; time ~ (n-1) * (block latency
 // + block / bandwidth). It runs on the flat channel (shared memory between
 // ranks of one node, the network at node boundaries), along the epoch's
-// ring, which crosses each node boundary once in each direction.
+// ring, which crosses each node boundary once in each direction. Blocks may
+// differ in size (an uneven allgather, AllgatherArgs::counts): each still
+// crosses each link once: every rank receives the output less its own block
+// and sends it less its right neighbour's.
 #pragma once
 
 #include <cstddef>
@@ -22,7 +25,7 @@ class RingAllgather final : public Algorithm {
   AlgorithmId id() const override { return AlgorithmId::RingAllgather; }
   bool usable(const Layout&) const override { return true; }
   bool applies(CollectiveKind kind, std::size_t, const Layout&, const Tuning&) const override {
-    return kind == CollectiveKind::Allgather;
+    return kind == CollectiveKind::Allgather || kind == CollectiveKind::AllgatherV;
   }
   std::vector<int> peers(const Layout& layout, int rank) const override;
   void run(const Call& call, const Channels& channels, const Layout& layout, const Tuning& tuning,

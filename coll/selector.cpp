@@ -5,6 +5,7 @@
 #include <string>
 
 #include "coll/chain_broadcast.hpp"
+#include "coll/pairwise_alltoall.hpp"
 #include "coll/recursive_doubling.hpp"
 #include "coll/ring_allgather.hpp"
 #include "coll/ring_allreduce.hpp"
@@ -21,6 +22,7 @@ const std::vector<const Algorithm*>& algorithms() {
   static const ChainBroadcast chain;
   static const RingAllgather ring_allgather;
   static const RingReduceScatter ring_reduce_scatter;
+  static const PairwiseAlltoall pairwise_alltoall;
   // One per line: a new algorithm is a line here.
   static const std::vector<const Algorithm*> all{
       &shm_one_shot,         //
@@ -30,6 +32,7 @@ const std::vector<const Algorithm*>& algorithms() {
       &chain,                //
       &ring_allgather,       //
       &ring_reduce_scatter,  //
+      &pairwise_alltoall,    //
   };
   return all;
 }

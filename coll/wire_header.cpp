@@ -22,6 +22,8 @@ const char* name_of(AlgorithmId id) {
       return "ring-allgather";
     case AlgorithmId::RingReduceScatter:
       return "ring-reduce-scatter";
+    case AlgorithmId::PairwiseAlltoall:
+      return "pairwise-alltoall";
   }
   return "unknown";
 }
@@ -57,6 +59,14 @@ WireHeader header_of(const AllgatherArgs& a, AlgorithmId algorithm) {
 
 WireHeader header_of(const ReduceScatterArgs& a, AlgorithmId algorithm) {
   return header(CollectiveKind::ReduceScatter, algorithm, a.seq, a.count, a.type, a.op);
+}
+
+WireHeader header_of_uneven(const AllgatherArgs& a, AlgorithmId algorithm) {
+  return header(CollectiveKind::AllgatherV, algorithm, a.seq, a.count, a.type);
+}
+
+WireHeader header_of(const AlltoallArgs& a, AlgorithmId algorithm, std::size_t count) {
+  return header(CollectiveKind::Alltoall, algorithm, a.seq, count, a.type);
 }
 
 std::string describe_mismatch(const WireHeader& mine, const WireHeader& theirs, int peer) {

@@ -24,6 +24,7 @@ enum class AlgorithmId : std::uint8_t {
   ChainBroadcast = 5,
   RingAllgather = 6,
   RingReduceScatter = 7,
+  PairwiseAlltoall = 8,
 };
 const char* name_of(AlgorithmId id);
 
@@ -34,7 +35,8 @@ struct WireHeader {
   ReduceOp op{};
   AlgorithmId algorithm = AlgorithmId::None;
   std::uint64_t seq = 0;    // collective number on this communicator
-  std::uint64_t count = 0;  // elements (allreduce; allgather, reduce_scatter: per block) or bytes (broadcast)
+  std::uint64_t count =
+      0;  // elements (allreduce; allgather, reduce_scatter: per block; see header_of) or bytes (broadcast)
   std::int64_t root = -1;   // broadcast root (communicator rank), -1 otherwise
 
   static constexpr std::uint32_t kMagic = 0x52474d44;  // "RGMD"
@@ -47,6 +49,12 @@ WireHeader header_of(const AllreduceArgs& args, AlgorithmId algorithm);
 WireHeader header_of(const BroadcastArgs& args, AlgorithmId algorithm);
 WireHeader header_of(const AllgatherArgs& args, AlgorithmId algorithm);
 WireHeader header_of(const ReduceScatterArgs& args, AlgorithmId algorithm);
+// An uneven allgather's: count is the elements of all blocks together (each
+// block's own size is checked as it arrives).
+WireHeader header_of_uneven(const AllgatherArgs& args, AlgorithmId algorithm);
+// An alltoall's, between this rank and one peer: count is what the sender
+// sends to that peer, in elements (the receiver's copy: what it expects).
+WireHeader header_of(const AlltoallArgs& args, AlgorithmId algorithm, std::size_t count);
 
 // Algorithm tags (the channel adds epoch and source). The latency paths send
 // header and data as one message under kTagHeader, so that a rank taking

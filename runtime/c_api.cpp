@@ -211,6 +211,36 @@ int ringmend_allgather(ringmend_comm* comm, const void* input, size_t count, rin
   });
 }
 
+namespace {
+
+// One count per rank of the communicator (a null array: none).
+std::span<const std::size_t> per_rank(ringmend_comm* comm, const size_t* counts) {
+  return counts ? std::span<const std::size_t>(counts, static_cast<std::size_t>(cxx(comm).size()))
+                : std::span<const std::size_t>();
+}
+
+}  // namespace
+
+int ringmend_allgatherv(ringmend_comm* comm, const void* input, const size_t* counts, ringmend_datatype type,
+                        void* output, ringmend_result* result) {
+  if (!check_comm(comm)) return RINGMEND_ERR_INVALID_ARGUMENT;
+  return guarded([&] {
+    const auto t = static_cast<ringmend::DataType>(type);
+    fill(comm, cxx(comm).allgatherv(input, per_rank(comm, counts), t, output), result);
+  });
+}
+
+int ringmend_alltoall(ringmend_comm* comm, const void* input, const size_t* send_counts,
+                      ringmend_datatype type, void* output, const size_t* recv_counts,
+                      ringmend_result* result) {
+  if (!check_comm(comm)) return RINGMEND_ERR_INVALID_ARGUMENT;
+  return guarded([&] {
+    const auto t = static_cast<ringmend::DataType>(type);
+    fill(comm, cxx(comm).alltoall(input, per_rank(comm, send_counts), t, output, per_rank(comm, recv_counts)),
+         result);
+  });
+}
+
 int ringmend_reduce_scatter(ringmend_comm* comm, const void* input, void* output, size_t count,
                             ringmend_datatype type, ringmend_op op, ringmend_result* result) {
   if (!check_comm(comm)) return RINGMEND_ERR_INVALID_ARGUMENT;
@@ -248,6 +278,23 @@ int ringmend_ireduce_scatter(ringmend_comm* comm, const void* input, void* outpu
   return start_request(comm, request, [&] {
     return cxx(comm).ireduce_scatter(input, output, count, static_cast<ringmend::DataType>(type),
                                      static_cast<ringmend::ReduceOp>(op));
+  });
+}
+
+int ringmend_iallgatherv(ringmend_comm* comm, const void* input, const size_t* counts, ringmend_datatype type,
+                         void* output, ringmend_request** request) {
+  return start_request(comm, request, [&] {
+    return cxx(comm).iallgatherv(input, per_rank(comm, counts), static_cast<ringmend::DataType>(type),
+                                 output);
+  });
+}
+
+int ringmend_ialltoall(ringmend_comm* comm, const void* input, const size_t* send_counts,
+                       ringmend_datatype type, void* output, const size_t* recv_counts,
+                       ringmend_request** request) {
+  return start_request(comm, request, [&] {
+    return cxx(comm).ialltoall(input, per_rank(comm, send_counts), static_cast<ringmend::DataType>(type),
+                               output, per_rank(comm, recv_counts));
   });
 }
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "coll/pairwise_alltoall.hpp"
 #include "coll/selector.hpp"
 #include "membership/native/native_spare_pool.hpp"
 #include "ringmend/core/log.hpp"
@@ -22,7 +23,9 @@ namespace ringmend {
 namespace {
 
 progress::CallSignature signature_of(const CollectiveCall& c) {
-  return call_signature(c.kind, c.count, c.type, c.op, c.root);
+  // An alltoall's ranks send different amounts: only its kind and type meet.
+  const std::size_t count = c.kind == coll::CollectiveKind::Alltoall ? 0 : c.count;
+  return call_signature(c.kind, count, c.type, c.op, c.root);
 }
 
 // Thrown inside run() for an invalid argument on this rank; it is raised
@@ -31,6 +34,42 @@ struct LocalInputError {
   std::string text;
   Errc code = Errc::InvalidArgument;
 };
+
+// The checks of the calls whose sizes are per rank (allgatherv, alltoall).
+std::string validate_counted(const CollectiveCall& c, int rank, int size, const std::string& at) {
+  if (!is_valid(c.type)) return at + "unsupported data type " + std::to_string(static_cast<int>(c.type));
+  const bool alltoall = c.kind == coll::CollectiveKind::Alltoall;
+  const auto ranks = static_cast<std::size_t>(size);
+  if (c.counts.size() != ranks || (alltoall && c.recv_counts.size() != ranks))
+    return at +
+           (alltoall ? "send and receive counts have " + std::to_string(c.counts.size()) + " and " +
+                           std::to_string(c.recv_counts.size())
+                     : "the counts have " + std::to_string(c.counts.size())) +
+           " entries; the group has " + std::to_string(size) + " ranks (one count per rank)";
+  const std::size_t unit = size_of(c.type);
+  const auto me = static_cast<std::size_t>(rank);
+  const std::size_t in_bytes = (alltoall ? CollectiveCall::total_of(c.counts) : c.counts[me]) * unit;
+  const std::size_t out_bytes = CollectiveCall::total_of(alltoall ? c.recv_counts : c.counts) * unit;
+  if ((in_bytes > 0 && c.input == nullptr) || (out_bytes > 0 && c.output == nullptr))
+    return at + "null buffer with " + std::to_string(in_bytes) + " bytes in and " +
+           std::to_string(out_bytes) + " out";
+  if ((in_bytes > 0 && is_gpu_pointer(c.input)) || (out_bytes > 0 && is_gpu_pointer(c.output)))
+    return at + "a buffer is GPU memory; " + coll::name_of(c.kind) +
+           " takes host memory (GPU buffers: allreduce)";
+  if (alltoall) {
+    if (c.counts[me] != c.recv_counts[me])
+      return at + "this rank sends " + std::to_string(c.counts[me]) + " elements to itself and receives " +
+             std::to_string(c.recv_counts[me]) + " from itself: both must be the same";
+    if (overlaps(c.input, in_bytes, c.output, out_bytes))
+      return at + "the output overlaps the input (a re-run after a failure reads the input again)";
+    return {};
+  }
+  // In place: the input is this rank's place in the output, else apart.
+  const auto* own = static_cast<const std::byte*>(c.output) + offsets_of(c.counts)[me] * unit;
+  if (c.input != own && overlaps(c.input, in_bytes, c.output, out_bytes))
+    return at + "the input lies inside the output but not at this rank's block (in place: pass that block)";
+  return {};
+}
 
 // Each channel rank's rank as the application sees it: its block's slot in
 // an allgather's output or a reduce_scatter's input.
@@ -47,6 +86,26 @@ std::vector<int> slots_of(const membership::Epoch& e) {
 
 std::string Communicator::Impl::validate(const CollectiveCall& c) const {
   return validate_call(c, view_.rank, view_.size);
+}
+
+coll::Call counted_call(const CollectiveCall& c, std::uint64_t seq, const int* slots,
+                        const std::vector<std::size_t>& offsets,
+                        const std::vector<std::size_t>& recv_offsets) {
+  coll::Call call;
+  call.kind = c.kind;
+  if (c.kind == coll::CollectiveKind::AllgatherV)
+    call.allgather = {c.input, c.output, c.count, c.type, seq, slots, c.counts.data(), offsets.data()};
+  else
+    call.alltoall = {c.input,
+                     c.output,
+                     c.type,
+                     seq,
+                     c.counts.data(),
+                     offsets.data(),
+                     c.recv_counts.data(),
+                     recv_offsets.data(),
+                     slots};
+  return call;
 }
 
 std::string validate_call(const CollectiveCall& c, int rank, int size) {
@@ -80,6 +139,8 @@ std::string validate_call(const CollectiveCall& c, int rank, int size) {
     if (c.output_bytes < c.result_bytes(size))
       return at + "the output holds " + std::to_string(c.output_bytes) + " bytes; " + std::to_string(size) +
              " ranks x " + std::to_string(c.bytes()) + " bytes need " + std::to_string(c.result_bytes(size));
+  } else if (c.kind == coll::CollectiveKind::AllgatherV || c.kind == coll::CollectiveKind::Alltoall) {
+    return validate_counted(c, rank, size, at);
   } else if (c.kind == coll::CollectiveKind::ReduceScatter) {
     if (!is_valid(c.type)) return at + "unsupported data type " + std::to_string(static_cast<int>(c.type));
     if (!is_valid(c.op)) return at + "unsupported reduction " + std::to_string(static_cast<int>(c.op));
@@ -114,6 +175,10 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
   }
   if (c.kind == coll::CollectiveKind::ReduceScatter) {
     execute_reduce_scatter(c, call_seq);
+    return;
+  }
+  if (c.kind == coll::CollectiveKind::AllgatherV || c.kind == coll::CollectiveKind::Alltoall) {
+    execute_counted(c, call_seq);
     return;
   }
   const std::size_t bytes = c.bytes();
@@ -219,21 +284,54 @@ void Communicator::Impl::barrier_in_call(std::uint64_t call_seq) {
 // ends the call: a rank that returns knows that every rank had its result,
 // so a survivor that missed the end of a call another finished has its
 // result already (nothing to hand over).
+namespace {
+
+// A call laid out for the group's size at the call, in a group of another
+// size now: SizeChanged on every survivor.
+void require_size_at_call(const CollectiveCall& c, int size, std::uint64_t call_seq) {
+  if (size == c.ranks_at_call) return;
+  const bool counted = c.kind == coll::CollectiveKind::AllgatherV || c.kind == coll::CollectiveKind::Alltoall;
+  throw LocalInputError{std::string(coll::name_of(c.kind)) + " #" + std::to_string(call_seq) +
+                            ": the group went from " + std::to_string(c.ranks_at_call) + " to " +
+                            std::to_string(size) + " ranks during the call, and its " +
+                            (counted ? "counts are" : "input is") + " laid out for " +
+                            std::to_string(c.ranks_at_call) +
+                            "; the communicator has recovered: lay the call out for its new size "
+                            "and call again",
+                        Errc::SizeChanged};
+}
+
+}  // namespace
+
 void Communicator::Impl::execute_reduce_scatter(const CollectiveCall& c, std::uint64_t call_seq) {
   const membership::Epoch& e = *epoch_;
-  if (e.size != c.ranks_at_call)
-    throw LocalInputError{"reduce_scatter #" + std::to_string(call_seq) + ": the group went from " +
-                              std::to_string(c.ranks_at_call) + " to " + std::to_string(e.size) +
-                              " ranks during the call, and its input is laid out for " +
-                              std::to_string(c.ranks_at_call) +
-                              "; the communicator has recovered: lay the input out for its new size "
-                              "and call again",
-                          Errc::SizeChanged};
+  require_size_at_call(c, e.size, call_seq);
   const std::vector<int> slots = slots_of(e);
   auto& work = scratch_for(call_seq, c.bytes() * static_cast<std::size_t>(e.size));
   coll::Call call;
   call.kind = coll::CollectiveKind::ReduceScatter;
   call.reduce_scatter = {c.input, c.output, c.count, c.type, c.op, call_seq, slots.data(), work.data()};
+  coll::select(call.kind, c.bytes(), e.layout, tuning()).run(call, e.channels(), e.layout, tuning(), *this);
+  barrier_in_call(call_seq);
+  retained_seq_[call_seq % 2] = call_seq;
+  retained_bytes_[call_seq % 2] = 0;
+}
+
+// An uneven allgather or an alltoall: sizes per rank, laid out for the
+// group's size at the call. As a reduce_scatter's: run again as it is where
+// spares took the lost ranks' places, SizeChanged in a group of another
+// size; straight to the output, and a barrier ends the call (a survivor
+// that missed its end has its result already).
+void Communicator::Impl::execute_counted(const CollectiveCall& c, std::uint64_t call_seq) {
+  const membership::Epoch& e = *epoch_;
+  require_size_at_call(c, e.size, call_seq);
+  const std::vector<int> slots = slots_of(e);
+  if (c.kind == coll::CollectiveKind::Alltoall && e.layout.multi_node() &&
+      e.layout.ring.size() > coll::PairwiseAlltoall::kMaxMeshRanks)
+    throw LocalInputError{"alltoall over more than " + std::to_string(coll::PairwiseAlltoall::kMaxMeshRanks) +
+                          " ranks on several nodes is not built yet (it needs a connection per pair)"};
+  const std::vector<std::size_t> offsets = offsets_of(c.counts), recv_offsets = offsets_of(c.recv_counts);
+  const coll::Call call = counted_call(c, call_seq, slots.data(), offsets, recv_offsets);
   coll::select(call.kind, c.bytes(), e.layout, tuning()).run(call, e.channels(), e.layout, tuning(), *this);
   barrier_in_call(call_seq);
   retained_seq_[call_seq % 2] = call_seq;
@@ -330,8 +428,7 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
     }
   }
   place_root(p);
-  if (p.input_error.empty() && p.settle_interrupted.empty() &&
-      call.bytes() == 0) {  // a no-op, like MPI with count 0
+  if (p.input_error.empty() && p.settle_interrupted.empty() && call.no_op()) {
     p.result.contributors = epoch_->size;
     p.result.epoch = epoch_->number;
     return p.result;

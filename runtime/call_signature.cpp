@@ -35,6 +35,7 @@ std::string describe(const progress::CallSignature& call) {
   if (type_code > 0) text += " " + std::string(name_of(static_cast<DataType>(type_code - 1)));
   if (kind == coll::CollectiveKind::Allgather || kind == coll::CollectiveKind::ReduceScatter)
     text += " per rank";
+  if (kind == coll::CollectiveKind::AllgatherV) text += " in all";
   if (op_code > 0) text += " (" + std::string(name_of(static_cast<ReduceOp>(op_code - 1))) + ")";
   return text;
 }

@@ -135,6 +135,43 @@ CollectiveResult Communicator::allgather(const void* input, std::size_t count, D
   return run_call(allgather_call(input, count, type, output, output_count));
 }
 
+namespace {
+
+CollectiveCall allgatherv_call(const void* input, std::span<const std::size_t> counts, DataType type,
+                               void* output) {
+  CollectiveCall call{coll::CollectiveKind::AllgatherV, input, output, 0, type, ReduceOp::Sum, -1};
+  call.counts.assign(counts.begin(), counts.end());
+  call.count = CollectiveCall::total_of(call.counts);
+  return call;
+}
+
+CollectiveCall alltoall_call(const void* input, std::span<const std::size_t> send_counts, DataType type,
+                             void* output, std::span<const std::size_t> recv_counts) {
+  CollectiveCall call{coll::CollectiveKind::Alltoall, input, output, 0, type, ReduceOp::Sum, -1};
+  call.counts.assign(send_counts.begin(), send_counts.end());
+  call.recv_counts.assign(recv_counts.begin(), recv_counts.end());
+  call.count = CollectiveCall::total_of(call.counts);
+  return call;
+}
+
+}  // namespace
+
+CollectiveResult Communicator::allgatherv(const void* input, std::span<const std::size_t> counts,
+                                          DataType type, void* output) {
+  return run_call(allgatherv_call(input, counts, type, output));
+}
+
+CollectiveResult Communicator::alltoall(const void* input, std::span<const std::size_t> send_counts,
+                                        DataType type, void* output,
+                                        std::span<const std::size_t> recv_counts) {
+  return run_call(alltoall_call(input, send_counts, type, output, recv_counts));
+}
+
+CollectiveResult Communicator::alltoall(const void* input, std::size_t count, DataType type, void* output) {
+  const std::vector<std::size_t> each(static_cast<std::size_t>(size()), count);
+  return alltoall(input, each, type, output, each);
+}
+
 CollectiveResult Communicator::reduce_scatter(const void* input, void* output, std::size_t count,
                                               DataType type, ReduceOp op) {
   return run_call({coll::CollectiveKind::ReduceScatter, input, output, count, type, op, -1});
@@ -207,6 +244,16 @@ Request Communicator::ibroadcast_from_member(void* buffer, std::size_t bytes, in
 Request Communicator::iallgather(const void* input, std::size_t count, DataType type, void* output,
                                  std::size_t output_count) {
   return queue_call(allgather_call(input, count, type, output, output_count));
+}
+
+Request Communicator::iallgatherv(const void* input, std::span<const std::size_t> counts, DataType type,
+                                  void* output) {
+  return queue_call(allgatherv_call(input, counts, type, output));
+}
+
+Request Communicator::ialltoall(const void* input, std::span<const std::size_t> send_counts, DataType type,
+                                void* output, std::span<const std::size_t> recv_counts) {
+  return queue_call(alltoall_call(input, send_counts, type, output, recv_counts));
 }
 
 Request Communicator::ireduce_scatter(const void* input, void* output, std::size_t count, DataType type,

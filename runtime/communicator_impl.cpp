@@ -34,6 +34,8 @@ FaultPhase fault_phase_of(transport::Phase p) {
       return FaultPhase::Broadcast;
     case transport::Phase::End:
       return FaultPhase::End;
+    case transport::Phase::Alltoall:
+      return FaultPhase::Alltoall;
   }
   return FaultPhase::Start;
 }

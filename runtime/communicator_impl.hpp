@@ -50,7 +50,8 @@ struct CollectiveCall {
   coll::CollectiveKind kind = coll::CollectiveKind::Allreduce;
   const void* input = nullptr;   // allreduce input, allgather block, or broadcast buffer on the root
   void* output = nullptr;        // where the result goes
-  std::size_t count = 0;         // elements (allreduce; allgather: per rank) or bytes (broadcast)
+  std::size_t count = 0;         // elements (allreduce; allgather: per rank; allgatherv: in all;
+                                 // alltoall: sent by this rank) or bytes (broadcast)
   std::size_t output_bytes = 0;  // allgather: what the output holds
   int ranks_at_call = 0;         // the group's size when the application called (set by run())
   DataType type = DataType::Int32;
@@ -66,25 +67,68 @@ struct CollectiveCall {
   coll::Staging* staging = nullptr;
   // A GPU call's arguments that cannot be run (reported on every rank).
   std::string placement_error;
-  // This rank's part: the allreduce input, the allgather block, the broadcast.
+  // Allgatherv: every rank's count, in rank order. Alltoall: what this rank
+  // sends to each rank (counts) and receives from each (recv_counts). Laid
+  // out for the group's size at the call; copied, so that a queued call owns
+  // them.
+  std::vector<std::size_t> counts, recv_counts;
+  // This rank's part: the allreduce input, the allgather block, the
+  // broadcast, the whole uneven allgather, what an alltoall sends.
   std::size_t bytes() const {
     return kind == coll::CollectiveKind::Broadcast ? count : count * size_of(type);
+  }
+  // Nothing to do on any rank, like MPI with count 0 (every rank knows it
+  // alike; an alltoall's rank that moves nothing still meets the others).
+  bool no_op() const { return kind != coll::CollectiveKind::Alltoall && bytes() == 0; }
+  // What the counts of an uneven call leave room for: their sum.
+  static std::size_t total_of(const std::vector<std::size_t>& counts) {
+    std::size_t total = 0;
+    for (std::size_t n : counts) total += n;
+    return total;
   }
   // The result of a call run by `ranks` ranks.
   std::size_t result_bytes(int ranks) const {
     return kind == coll::CollectiveKind::Allgather ? bytes() * static_cast<std::size_t>(ranks) : bytes();
   }
   // What a survivor that finished the call keeps for one that missed its
-  // end: nothing for a reduce_scatter, nor for an allgather above
+  // end: nothing for a reduce_scatter, an uneven allgather or an alltoall,
+  // nor for an allgather above
   // kAllgatherRetainedBytes (those end with a barrier: every rank's result
   // is final before the call can end on any, see call_path.cpp).
   static constexpr std::size_t kAllgatherRetainedBytes = 256 << 10;
   std::size_t retained_bytes(int ranks) const {
-    if (kind == coll::CollectiveKind::ReduceScatter) return 0;
+    if (kind == coll::CollectiveKind::ReduceScatter || kind == coll::CollectiveKind::AllgatherV ||
+        kind == coll::CollectiveKind::Alltoall)
+      return 0;
     const std::size_t bytes = result_bytes(ranks);
     return kind == coll::CollectiveKind::Allgather && bytes > kAllgatherRetainedBytes ? 0 : bytes;
   }
 };
+
+// Whether two buffers share a byte.
+inline bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
+  const auto* x = static_cast<const std::byte*>(a);
+  const auto* y = static_cast<const std::byte*>(b);
+  return a_bytes > 0 && b_bytes > 0 && x < y + b_bytes && y < x + a_bytes;
+}
+
+// Where each block of `counts` starts when they lie end to end.
+inline std::vector<std::size_t> offsets_of(const std::vector<std::size_t>& counts) {
+  std::vector<std::size_t> offsets(counts.size());
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    offsets[i] = at;
+    at += counts[i];
+  }
+  return offsets;
+}
+
+// The algorithm's arguments of an allgatherv or an alltoall (`slots`: as
+// coll::AllgatherArgs'; the offsets of its counts, offsets_of(), held by
+// the caller while the call runs).
+coll::Call counted_call(const CollectiveCall& call, std::uint64_t seq, const int* slots,
+                        const std::vector<std::size_t>& offsets,
+                        const std::vector<std::size_t>& recv_offsets);
 
 // What is wrong with `call` on rank `rank` of `size` ranks (empty: nothing),
 // before it runs: the same checks on every communicator.
@@ -352,6 +396,7 @@ struct Communicator::Impl final : transport::WaitContext {
   void execute(const CollectiveCall& call, std::uint64_t call_seq);
   void execute_allgather(const CollectiveCall& call, std::uint64_t call_seq);
   void execute_reduce_scatter(const CollectiveCall& call, std::uint64_t call_seq);
+  void execute_counted(const CollectiveCall& call, std::uint64_t call_seq);
   // A barrier inside collective `call_seq` (an allreduce of one word).
   void barrier_in_call(std::uint64_t call_seq);
   // run()'s parts (call_path.cpp): one call through its attempts.

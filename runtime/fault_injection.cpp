@@ -41,6 +41,7 @@ FaultPhase to_phase(const std::string& rule, const std::string& v) {
   if (v == "start") return FaultPhase::Start;
   if (v == "reduce_scatter") return FaultPhase::ReduceScatter;
   if (v == "allgather") return FaultPhase::Allgather;
+  if (v == "alltoall") return FaultPhase::Alltoall;
   if (v == "broadcast") return FaultPhase::Broadcast;
   if (v == "end") return FaultPhase::End;
   if (v == "recovery") return FaultPhase::Recovery;
@@ -53,10 +54,10 @@ FaultPhase to_phase(const std::string& rule, const std::string& v) {
   if (v == "nccl_reduce_scatter") return FaultPhase::NcclReduceScatter;
   if (v == "nccl_allgather") return FaultPhase::NcclAllgather;
   if (v == "gpu_copy_out") return FaultPhase::GpuCopyOut;
-  bad(rule,
-      "unknown phase '" + v +
-          "' (start, reduce_scatter, allgather, broadcast, end, recovery, rebuild, wireup, attach, admit, "
-          "spare, gpu_copy_in, nccl_reduce_scatter, nccl_allgather, gpu_copy_out)");
+  bad(rule, "unknown phase '" + v +
+                "' (start, reduce_scatter, allgather, alltoall, broadcast, end, recovery, rebuild, wireup, "
+                "attach, admit, "
+                "spare, gpu_copy_in, nccl_reduce_scatter, nccl_allgather, gpu_copy_out)");
 }
 
 int to_signal(const std::string& rule, const std::string& v) {

@@ -8,6 +8,7 @@
 //          members started with the job)
 //   call   collective number on the communicator, counted from 1, or '*'
 //   phase  start | reduce_scatter | allgather | broadcast | end   (in a collective)
+//          alltoall   (an alltoall's exchange with its step-th peer)
 //          recovery   (while recovering, before the shrink; step = the attempt, from 0)
 //          rebuild    (while recovering, after the shrink; step = the attempt)
 //          attach     (while connecting a membership, at start-up or in recovery:
@@ -63,7 +64,8 @@ enum class FaultPhase {
   GpuCopyIn,
   NcclReduceScatter,
   NcclAllgather,
-  GpuCopyOut
+  GpuCopyOut,
+  Alltoall
 };
 
 struct FaultRule {

@@ -73,12 +73,6 @@ std::string ids_of(const membership::Epoch& e, const std::vector<int>& ranks) {
   return listed(ids);
 }
 
-bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
-  const auto* x = static_cast<const std::byte*>(a);
-  const auto* y = static_cast<const std::byte*>(b);
-  return a_bytes > 0 && b_bytes > 0 && x < y + b_bytes && y < x + a_bytes;
-}
-
 }  // namespace
 
 Subgroup::Subgroup(Communicator::Impl& world, std::weak_ptr<void> world_alive,
@@ -373,7 +367,7 @@ void Subgroup::execute(const CollectiveCall& c) {
   const membership::Epoch& e = *epoch_;
   const coll::Tuning tuning = world_.tuning();
   const std::size_t bytes = c.bytes();
-  if (c.count == 0) return;  // nothing to send: every rank returns at once
+  if (c.no_op()) return;  // nothing to send: every rank returns at once
   coll::Call call;
   call.kind = c.kind;
   // Channel ranks are the subgroup's ranks: blocks go to slot r (null slots).
@@ -416,6 +410,14 @@ void Subgroup::execute(const CollectiveCall& c) {
       if (scratch_.size() < work) scratch_.resize(work);
       call.reduce_scatter = {c.input, c.output, c.count, c.type, c.op, seq_, nullptr, scratch_.data()};
       run(call, bytes);
+      return;
+    }
+    case coll::CollectiveKind::AllgatherV:
+    case coll::CollectiveKind::Alltoall: {
+      // Counts lie end to end; an uneven allgather in place is the input at
+      // its own block, which no other block overwrites.
+      const std::vector<std::size_t> offsets = offsets_of(c.counts), recv_offsets = offsets_of(c.recv_counts);
+      run(counted_call(c, seq_, nullptr, offsets, recv_offsets), bytes);
       return;
     }
   }

@@ -24,7 +24,7 @@ class Mismatch : public std::runtime_error {
 };
 
 // Where an algorithm is, for fault injection and diagnostics.
-enum class Phase { Start, ReduceScatter, Allgather, Broadcast, End };
+enum class Phase { Start, ReduceScatter, Allgather, Broadcast, End, Alltoall };
 
 // Supplied by the runtime to every algorithm.
 class WaitContext {

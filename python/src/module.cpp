@@ -14,6 +14,7 @@
 
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
@@ -44,6 +45,10 @@ struct HeldObject {
     object = py::object();
   }
 };
+
+std::size_t sum_of(const std::vector<std::size_t>& counts) {
+  return std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+}
 
 // What ringmend._buffers.describe() tells of an array.
 struct BufferView {
@@ -206,6 +211,47 @@ class PyCommunicator {
         return comm_.allgather(nullptr, in.count ? in.count : 1, in.type, nullptr, 0);
       });
     return call([&] { return comm_.allgather(in.address, in.count, in.type, out.address, out.count); });
+  }
+
+  // Rank r's counts[r] elements of `input`, every rank's end to end in
+  // `output` (the sum of the counts).
+  CollectiveResult allgatherv(const py::object& input, const std::vector<std::size_t>& counts,
+                              const py::object& output) {
+    const BufferView in = describe(input, false), out = describe(output, true);
+    std::string problem = !in.problem.empty() ? in.problem : out.problem;
+    if (problem.empty() && in.type != out.type) problem = "input and output differ in type";
+    const auto rank = static_cast<std::size_t>(comm_.rank());
+    if (problem.empty() && counts.size() == static_cast<std::size_t>(comm_.size())) {
+      if (in.count != counts[rank])
+        problem = "the input holds " + std::to_string(in.count) + " elements, this rank's count is " +
+                  std::to_string(counts[rank]);
+      else if (out.count != sum_of(counts))
+        problem = "the output holds " + std::to_string(out.count) + " elements, the counts add up to " +
+                  std::to_string(sum_of(counts));
+    }
+    if (!problem.empty())
+      return fail_with("allgatherv: " + problem,
+                       [&] { return comm_.allgatherv(nullptr, {}, in.type, nullptr); });
+    return call([&] { return comm_.allgatherv(in.address, counts, in.type, out.address); });
+  }
+
+  // send_counts[s] elements of `input` to rank s, recv_counts[s] from it
+  // into `output`, blocks end to end in rank order.
+  CollectiveResult alltoall(const py::object& input, const std::vector<std::size_t>& send_counts,
+                            const py::object& output, const std::vector<std::size_t>& recv_counts) {
+    const BufferView in = describe(input, false), out = describe(output, true);
+    std::string problem = !in.problem.empty() ? in.problem : out.problem;
+    if (problem.empty() && in.type != out.type) problem = "input and output differ in type";
+    if (problem.empty() && in.count != sum_of(send_counts))
+      problem = "the input holds " + std::to_string(in.count) + " elements, the send counts add up to " +
+                std::to_string(sum_of(send_counts));
+    if (problem.empty() && out.count != sum_of(recv_counts))
+      problem = "the output holds " + std::to_string(out.count) + " elements, the receive counts add up to " +
+                std::to_string(sum_of(recv_counts));
+    if (!problem.empty())
+      return fail_with("alltoall: " + problem,
+                       [&] { return comm_.alltoall(nullptr, {}, in.type, nullptr, {}); });
+    return call([&] { return comm_.alltoall(in.address, send_counts, in.type, out.address, recv_counts); });
   }
 
   // `input` holds size() blocks of output's elements; this rank's block of
@@ -511,6 +557,12 @@ void bind_communicator(py::module_& m) {
       .def("barrier", &PyCommunicator::barrier)
       .def("allgather", &PyCommunicator::allgather, py::arg("input"), py::arg("output"),
            "Every rank's input, rank r's at output[r * input.size]; output holds size x input")
+      .def("allgatherv", &PyCommunicator::allgatherv, py::arg("input"), py::arg("counts"), py::arg("output"),
+           "Rank r's counts[r] elements, every rank's end to end in rank order in output (sum(counts))")
+      .def("alltoall", &PyCommunicator::alltoall, py::arg("input"), py::arg("send_counts"), py::arg("output"),
+           py::arg("recv_counts"),
+           "send_counts[s] elements of input to rank s, recv_counts[s] from rank s into output, blocks end "
+           "to end in rank order")
       .def("reduce_scatter", &PyCommunicator::reduce_scatter, py::arg("input"), py::arg("output"),
            py::arg("op") = ReduceOp::Sum,
            "input holds size blocks of output.size elements; this rank gets the reduction of its block")

@@ -8,9 +8,10 @@
 // membership changes under it when ranks die. The group keeps torch's
 // numbering and size; the calls run over the members alive (see
 // docs/torch.md): a sum has one term per member that contributed, AVG
-// divides by that number, and allgather / reduce_scatter (ringmend's own,
-// coll/ring_allgather.hpp and coll/ring_reduce_scatter.hpp), whose blocks
-// are torch's ranks, fail clearly once ranks are missing.
+// divides by that number, and allgather (even or uneven), reduce_scatter
+// and all_to_all (ringmend's own, coll/ring_allgather.hpp, coll/ring_reduce_
+// scatter.hpp, coll/pairwise_alltoall.hpp), whose blocks are torch's ranks,
+// fail clearly once ranks are missing.
 #include <ATen/ATen.h>
 #include <pybind11/chrono.h>
 #include <torch/csrc/utils/pybind.h>
@@ -196,11 +197,7 @@ class RingmendBackend final : public c10d::Backend {
         [&] { return comm_.iallreduce(flat.data_ptr(), flat.numel(), data_type_of(flat, ""), r.op); },
         [flat, tensors, average = r.average](const CollectiveResult& res) {
           if (average && res.contributors > 0) flat.div_(res.contributors);
-          std::int64_t at = 0;
-          for (const auto& t : tensors) {
-            t.view({-1}).copy_(flat.narrow(0, at, t.numel()));
-            at += t.numel();
-          }
+          spread_blocks(flat, tensors);
         });
   }
 
@@ -219,21 +216,69 @@ class RingmendBackend final : public c10d::Backend {
     return queue(c10d::OpType::BARRIER, {}, [&] { return comm_.ibarrier(); }, {});
   }
 
-  // Each rank's input lands in its slot: an allreduce (sum) of a zeroed
-  // buffer that holds this rank's input in its slot, over the raw words, so
-  // that every value (floats too) arrives bit for bit. Needs every rank.
+  // Each rank's input lands in its slot (ringmend's allgather); output
+  // tensors of different sizes make it an uneven allgather (allgatherv),
+  // rank r's input of the size of output r. Needs every rank.
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                            std::vector<at::Tensor>& inputs,
                                            const c10d::AllgatherOptions&) override {
     const at::Tensor in = single(inputs, "allgather");
     TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(),
                 "ringmend allgather: needs one list of ", getSize(), " output tensors");
+    bool even = true;
     for (const auto& o : outputs[0]) {
       check_tensor(o, "allgather");
-      TORCH_CHECK(o.numel() == in.numel() && o.scalar_type() == in.scalar_type(),
-                  "ringmend allgather: every output tensor must match the input's size and type");
+      TORCH_CHECK(o.scalar_type() == in.scalar_type(),
+                  "ringmend allgather: every output tensor must be of the input's type");
+      even = even && o.numel() == in.numel();
     }
-    return gather_into(in, outputs[0]);
+    if (even) return gather_into(in, outputs[0]);
+    TORCH_CHECK(outputs[0][static_cast<std::size_t>(getRank())].numel() == in.numel(),
+                "ringmend allgather: this rank's output tensor (", getRank(),
+                ") must be of the input's size");
+    return gather_uneven(in, outputs[0]);
+  }
+
+  // all_to_all_single: the splits count rows of the first dimension (none:
+  // equal blocks), ringmend's alltoall straight between the two tensors.
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<std::int64_t>& output_splits,
+                                               std::vector<std::int64_t>& input_splits,
+                                               const c10d::AllToAllOptions&) override {
+    check_tensor(input, "alltoall_base");
+    check_tensor(output, "alltoall_base");
+    std::vector<std::size_t> send, recv;
+    std::string problem =
+        input.scalar_type() == output.scalar_type() ? "" : "input and output differ in type";
+    if (problem.empty()) problem = counts_of_splits(input, input_splits, "input", send);
+    if (problem.empty()) problem = counts_of_splits(output, output_splits, "output", recv);
+    // Split sizes are this rank's own: a bad one must fail the others too.
+    if (!problem.empty())
+      return refused("alltoall_base: " + problem,
+                     [&] { return comm_.ialltoall(nullptr, {}, data_type_of(input, ""), nullptr, {}); });
+    return exchange(input, output, std::move(send), std::move(recv), {output}, {});
+  }
+
+  // all_to_all over lists: input s goes to rank s, output s comes from it.
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions&) override {
+    const auto size = static_cast<std::size_t>(getSize());
+    TORCH_CHECK(inputs.size() == size && outputs.size() == size, "ringmend alltoall: needs ", size,
+                " input and ", size, " output tensors");
+    std::vector<std::size_t> send, recv;
+    for (std::size_t r = 0; r < size; ++r) {
+      check_tensor(inputs[r], "alltoall");
+      check_tensor(outputs[r], "alltoall");
+      TORCH_CHECK(inputs[r].scalar_type() == inputs[0].scalar_type() &&
+                      outputs[r].scalar_type() == inputs[0].scalar_type(),
+                  "ringmend alltoall: every tensor must be of one type");
+      send.push_back(static_cast<std::size_t>(inputs[r].numel()));
+      recv.push_back(static_cast<std::size_t>(outputs[r].numel()));
+    }
+    const at::Tensor flat_in = at::cat(flattened(inputs));
+    at::Tensor flat_out = at::empty({static_cast<std::int64_t>(sum_of(recv))}, inputs[0].options());
+    return exchange(flat_in, flat_out, std::move(send), std::move(recv), outputs,
+                    [outputs](const at::Tensor& all) { spread_blocks(all, outputs); });
   }
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
@@ -272,6 +317,104 @@ class RingmendBackend final : public c10d::Backend {
   }
 
  private:
+  static std::size_t sum_of(const std::vector<std::size_t>& counts) {
+    std::size_t total = 0;
+    for (std::size_t n : counts) total += n;
+    return total;
+  }
+
+  // `all`'s blocks, end to end, into `to` (one block per tensor, its size).
+  static void spread_blocks(const at::Tensor& all, const std::vector<at::Tensor>& to) {
+    std::int64_t at = 0;
+    for (const auto& t : to) {
+      t.view({-1}).copy_(all.narrow(0, at, t.numel()));
+      at += t.numel();
+    }
+  }
+
+  // Elements per rank of `t` split into rows of its first dimension, into
+  // `counts`; what is wrong with the splits, if anything.
+  std::string counts_of_splits(const at::Tensor& t, const std::vector<std::int64_t>& splits,
+                               const char* which, std::vector<std::size_t>& counts) const {
+    const auto size = static_cast<std::int64_t>(getSize());
+    const std::int64_t rows = t.dim() == 0 ? 1 : t.size(0);
+    const std::int64_t per_row = rows == 0 ? 0 : t.numel() / rows;
+    if (splits.empty()) {
+      if (rows % size != 0)
+        return "the " + std::string(which) + "'s " + std::to_string(rows) +
+               " rows do not split evenly over " + std::to_string(size) + " ranks; pass split sizes";
+      counts.assign(static_cast<std::size_t>(size), static_cast<std::size_t>(rows / size * per_row));
+      return {};
+    }
+    std::int64_t total = 0;
+    bool negative = false;
+    for (std::int64_t s : splits) {
+      negative = negative || s < 0;
+      total += s;
+      counts.push_back(static_cast<std::size_t>(s < 0 ? 0 : s * per_row));
+    }
+    if (negative || static_cast<std::int64_t>(splits.size()) != size || total != rows)
+      return std::to_string(splits.size()) + " " + which + " split sizes adding up to " +
+             std::to_string(total) + " rows; needs " + std::to_string(size) +
+             ", none negative, adding up to " + std::to_string(rows);
+    return {};
+  }
+
+  // A call this rank cannot make (`problem`, found here alone): `start`
+  // queues one that every rank's ringmend refuses, so that the others fail
+  // too instead of waiting for this one; this rank's Work fails with
+  // `problem`.
+  template <class Start>
+  c10::intrusive_ptr<c10d::Work> refused(const std::string& problem, Start&& start) {
+    auto future = tensor_list_future();
+    Request request;
+    {
+      std::lock_guard lock(calls_);
+      request = start();
+    }
+    request.on_complete([request, future, problem] {
+      try {
+        request.wait();
+      } catch (...) {
+      }
+      future->setError(std::make_exception_ptr(std::runtime_error("ringmend " + problem)));
+    });
+    return c10::make_intrusive<RingmendWork>(c10d::OpType::ALLTOALL_BASE, future);
+  }
+
+  // ringmend's uneven allgather into one buffer, then each rank's block to
+  // its tensor.
+  c10::intrusive_ptr<c10d::Work> gather_uneven(const at::Tensor& in, std::vector<at::Tensor> slots) {
+    std::vector<std::size_t> counts;
+    for (const auto& s : slots) counts.push_back(static_cast<std::size_t>(s.numel()));
+    at::Tensor buffer = at::empty({static_cast<std::int64_t>(sum_of(counts))}, in.options());
+    const int size = getSize();
+    return queue(
+        c10d::OpType::ALLGATHER, slots,
+        [&] { return comm_.iallgatherv(in.data_ptr(), counts, data_type_of(in, ""), buffer.data_ptr()); },
+        [in, buffer, slots, size](const CollectiveResult& res) {
+          require_everyone(res, size, "allgather");
+          spread_blocks(buffer, slots);
+        });
+  }
+
+  // ringmend's alltoall from `in` to `out`; `spread`, if given, then takes
+  // the result (`outputs`: what the Work hands back).
+  c10::intrusive_ptr<c10d::Work> exchange(const at::Tensor& in, const at::Tensor& out,
+                                          std::vector<std::size_t> send, std::vector<std::size_t> recv,
+                                          std::vector<at::Tensor> outputs,
+                                          std::function<void(const at::Tensor&)> spread) {
+    const int size = getSize();
+    return queue(
+        c10d::OpType::ALLTOALL, std::move(outputs),
+        [&] { return comm_.ialltoall(in.data_ptr(), send, data_type_of(in, ""), out.data_ptr(), recv); },
+        // `in` is held until the call has read it (the list's input is a temporary).
+        [in, out, size, spread](const CollectiveResult& res) {
+          require_everyone(res, size, "alltoall");
+          if (spread) spread(out);
+        });
+  }
+
   static std::vector<at::Tensor> flattened(const std::vector<at::Tensor>& tensors) {
     std::vector<at::Tensor> flat;
     flat.reserve(tensors.size());

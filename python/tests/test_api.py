@@ -109,6 +109,43 @@ def test_reduce_scatter(world, op):
     np.testing.assert_array_equal(out, expected(members, n, op).astype(np.int64))
 
 
+def test_allgatherv(world):
+    members = world.member_ids
+    counts = [0 if r == 1 else 7 * r + 3 for r in range(world.size)]
+    out = np.full(sum(counts), -1, dtype=np.int64)
+    r = world.allgatherv(inputs(world.member_id, counts[world.rank], ringmend.SUM).astype(np.int64), counts, out)
+    assert r.contributors == world.size
+    at = 0
+    for rank, m in enumerate(members):
+        np.testing.assert_array_equal(out[at : at + counts[rank]], inputs(m, counts[rank], ringmend.SUM))
+        at += counts[rank]
+
+
+def test_alltoall(world):
+    size, rank = world.size, world.rank
+    n = lambda a, b: (a * 5 + b * 3) % 7  # noqa: E731  elements rank a sends rank b, some none
+    send = [n(rank, s) for s in range(size)]
+    recv = [n(s, rank) for s in range(size)]
+    mine = np.concatenate([np.arange(send[s], dtype=np.float64) + 100 * rank + s / 8 for s in range(size)])
+    out = np.full(sum(recv), -1.0)
+    world.alltoall(mine, send, out, recv)
+    want = np.concatenate([np.arange(recv[s], dtype=np.float64) + 100 * s + rank / 8 for s in range(size)])
+    np.testing.assert_array_equal(out, want)
+
+
+def test_allgatherv_and_alltoall_bad_input_fails_on_every_rank(world):
+    """One rank's counts do not match its arrays: TypeError there, an Error elsewhere; the group goes on."""
+    odd = world.rank == 0
+    counts = [4] * world.size
+    with pytest.raises((TypeError, ringmend.Error)):
+        world.allgatherv(np.ones(5 if odd else 4), counts, np.empty(4 * world.size))
+    with pytest.raises((TypeError, ringmend.Error)):
+        world.alltoall(np.ones(4 * world.size), counts, np.empty(4 * world.size + (1 if odd else 0)), counts)
+    x = np.ones(4, dtype=np.float32)
+    world.allreduce(x)
+    assert np.all(x == world.size)
+
+
 def test_allgather_and_reduce_scatter_bad_input_fails_on_every_rank(world):
     # A too-small output on one rank: a TypeError there, an Error elsewhere; the group goes on.
     small = world.rank == 0

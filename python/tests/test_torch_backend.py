@@ -193,10 +193,69 @@ def test_reduce_scatter_refuses_an_output_inside_the_input(groups):
         dist.reduce_scatter_tensor(flat[rank * 8 : (rank + 1) * 8], flat)
 
 
+def uneven(rank, n):
+    """Rank `rank`'s block of an uneven call: `n` values that name it."""
+    return torch.arange(n, dtype=torch.float64).add(rank * 1000.0)
+
+
+def test_all_gather_uneven_sizes(groups):
+    """Output tensors of different sizes: ringmend's allgatherv (gloo refuses them)."""
+    size, rank = dist.get_world_size(), dist.get_rank()
+    sizes = [0 if r == 1 else 3 * r + 5 for r in range(size)]
+    outs = [torch.full((n,), -1.0, dtype=torch.float64) for n in sizes]
+    dist.all_gather(outs, uneven(rank, sizes[rank]))
+    for r, o in enumerate(outs):
+        assert torch.equal(o, uneven(r, sizes[r])), f"slot {r}"
+
+
+@pytest.mark.parametrize("dtype", GLOO_TYPES, ids=str)
+@pytest.mark.parametrize("splits", [False, True], ids=["even", "splits"])
+def test_all_to_all_single_against_gloo(groups, dtype, splits):
+    _, gloo = groups
+    size, rank = dist.get_world_size(), dist.get_rank()
+    cols = 3
+    # Rows rank r sends to rank s: some none.
+    rows = lambda r, s: (r + 2 * s) % 4 if splits else 2  # noqa: E731
+    send = [rows(rank, s) for s in range(size)]
+    recv = [rows(s, rank) for s in range(size)]
+    mine = torch.arange(sum(send) * cols, dtype=torch.float64).add(rank * 100).reshape(-1, cols).to(dtype)
+    ours = torch.full((sum(recv), cols), -1, dtype=dtype)
+    theirs = torch.full((sum(recv), cols), -1, dtype=dtype)
+    kwargs = {"output_split_sizes": recv, "input_split_sizes": send} if splits else {}
+    dist.all_to_all_single(ours, mine, **kwargs)
+    dist.all_to_all_single(theirs, mine, group=gloo, **kwargs)
+    assert ours.numpy().tobytes() == theirs.numpy().tobytes()
+
+
+def test_all_to_all_lists(groups):
+    size, rank = dist.get_world_size(), dist.get_rank()
+    n = lambda r, s: 0 if (r + s) % 3 == 2 else 10 * r + s + 1  # noqa: E731
+    inputs = [uneven(rank, n(rank, s)).add(s * 0.5) for s in range(size)]
+    outputs = [torch.full((n(s, rank),), -1.0, dtype=torch.float64) for s in range(size)]
+    dist.all_to_all(outputs, inputs)
+    for s, o in enumerate(outputs):
+        assert torch.equal(o, uneven(s, n(s, rank)).add(rank * 0.5)), f"from rank {s}"
+
+
+def test_all_to_all_bad_splits_fail_on_every_rank(groups):
+    """One rank's splits do not add up: a RuntimeError there and on every other rank, no hang."""
+    size, rank = dist.get_world_size(), dist.get_rank()
+    x = torch.ones(2 * size)
+    out = torch.empty(2 * size)
+    splits = [2] * size
+    if rank == 0:
+        splits[0] = 3
+    with pytest.raises(RuntimeError, match="split sizes|counts"):
+        dist.all_to_all_single(out, x, output_split_sizes=splits, input_split_sizes=[2] * size)
+    y = torch.ones(4)
+    dist.all_reduce(y)
+    assert torch.equal(y, torch.full((4,), float(size)))
+
+
 def test_unsupported_operation_names_itself(groups):
-    size = dist.get_world_size()
-    with pytest.raises(RuntimeError, match="alltoall"):
-        dist.all_to_all([torch.zeros(1) for _ in range(size)], [torch.zeros(1) for _ in range(size)])
+    with pytest.raises(RuntimeError, match="scatter"):
+        dist.scatter(torch.zeros(1), [torch.zeros(1)] * dist.get_world_size() if dist.get_rank() == 0 else None,
+                     src=0)
     with pytest.raises(RuntimeError, match="Byte|not supported"):
         dist.all_reduce(torch.zeros(4, dtype=torch.uint8))
 

@@ -4,8 +4,11 @@
 //   bad_input --case=count_mismatch|type_mismatch|op_mismatch|null_buffer|
 //                    bad_type|bad_root|zero_count|overlap|bad_env|kind_mismatch|root_mismatch|
 //                    grow_no_spares|grow_negative|release_all|release_out_of_range|
-//                    release_mismatch|release_twice|after_release|host_as_gpu
+//                    release_mismatch|release_twice|after_release|host_as_gpu|
+//                    allgatherv_counts_mismatch|allgatherv_short_counts|alltoall_pair_mismatch|
+//                    alltoall_self_mismatch
 #include <cstdio>
+#include <numeric>
 
 #include "test_data.hpp"
 
@@ -72,6 +75,27 @@ int main(int argc, char** argv) {
       Placement where;
       where.memory = me_odd ? MemoryKind::Cuda : MemoryKind::Auto;
       comm.allreduce(in.data(), out.data(), count, t, op, where);
+    } else if (which == "allgatherv_counts_mismatch") {
+      // One rank believes its neighbour sends one element more: the block's
+      // size is checked as it arrives.
+      std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), 100);
+      if (me_odd) counts[0] = 101;
+      std::vector<double> all(std::accumulate(counts.begin(), counts.end(), std::size_t{0}));
+      comm.allgatherv(in.data(), counts, DataType::Float64, all.data());
+    } else if (which == "allgatherv_short_counts") {
+      expected = Errc::InvalidArgument;
+      std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size() - (me_odd ? 1 : 0)), 100);
+      comm.allgatherv(in.data(), counts, DataType::Float64, out.data());
+    } else if (which == "alltoall_pair_mismatch") {
+      // The odd rank expects one element more from rank 0 than rank 0 sends it.
+      std::vector<std::size_t> send(static_cast<std::size_t>(comm.size()), 50), recv = send;
+      if (me_odd) recv[0] = 51;
+      comm.alltoall(in.data(), send, DataType::Float64, out.data(), recv);
+    } else if (which == "alltoall_self_mismatch") {
+      expected = Errc::InvalidArgument;
+      std::vector<std::size_t> send(static_cast<std::size_t>(comm.size()), 50), recv = send;
+      if (me_odd) recv[static_cast<std::size_t>(comm.rank())] = 49;
+      comm.alltoall(in.data(), send, DataType::Float64, out.data(), recv);
     } else if (which == "kind_mismatch") {
       // A barrier on one rank, a broadcast on the others: different calls
       // that never meet; said at once, not at the call's timeout.

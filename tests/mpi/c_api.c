@@ -1,6 +1,6 @@
 /* The C API end to end: allreduce (in place and not), broadcast, barrier,
- * allgather, reduce_scatter, their non-blocking forms, and an error reported through a status code and
- * ringmend_last_error(). */
+ * allgather, reduce_scatter, allgatherv, alltoall, their non-blocking forms, and an error reported through a
+ * status code and ringmend_last_error(). */
 #include <stdio.h>
 #include <string.h>
 
@@ -55,6 +55,42 @@ int main(int argc, char** argv) {
         ringmend_wait(&ga, NULL) != RINGMEND_SUCCESS || ringmend_wait(&rs, NULL) != RINGMEND_SUCCESS ||
         out != 10.0 * (size - 1) + rank)
       ++failures;
+    /* allgatherv: rank r's r + 1 values; alltoall: rank r sends s + 1
+     * values (10 r + s) to rank s; both non-blocking too. */
+    size_t counts[64], send[64], recv[64];
+    long long uneven[2080], to_all[2080], from_all[4096];
+    for (int i = 0; i < size && i < 64; ++i) {
+      counts[i] = (size_t)i + 1;
+      send[i] = (size_t)i + 1;
+      recv[i] = (size_t)rank + 1;
+    }
+    long long own[64];
+    for (int i = 0; i <= rank && i < 64; ++i) own[i] = 1000 * rank + i;
+    size_t at = 0;
+    for (int s = 0; s < size && s < 64; ++s)
+      for (int i = 0; i <= s; ++i) to_all[at++] = 10 * rank + s;
+    ringmend_request *gv = NULL, *aa = NULL;
+    if (ringmend_allgatherv(world, own, counts, RINGMEND_INT64, uneven, &r) != RINGMEND_SUCCESS ||
+        r.contributors != size ||
+        ringmend_alltoall(world, to_all, send, RINGMEND_INT64, from_all, recv, NULL) != RINGMEND_SUCCESS)
+      ++failures;
+    at = 0;
+    for (int q = 0; q < size && q < 64; ++q)
+      for (int i = 0; i <= q; ++i, ++at)
+        if (uneven[at] != 1000 * q + i) ++failures;
+    for (int q = 0; q < size && q < 64; ++q)
+      for (int i = 0; i <= rank; ++i)
+        if (from_all[q * (rank + 1) + i] != 10 * q + rank) ++failures;
+    if (ringmend_iallgatherv(world, own, counts, RINGMEND_INT64, uneven, &gv) != RINGMEND_SUCCESS ||
+        ringmend_ialltoall(world, to_all, send, RINGMEND_INT64, from_all, recv, &aa) != RINGMEND_SUCCESS ||
+        ringmend_wait(&gv, NULL) != RINGMEND_SUCCESS || ringmend_wait(&aa, NULL) != RINGMEND_SUCCESS)
+      ++failures;
+    /* Null counts on one rank: an error on every rank. */
+    rc = ringmend_allgatherv(world, own, rank == 0 ? NULL : counts, RINGMEND_INT64, uneven, NULL);
+    if (rc != RINGMEND_ERR_INVALID_ARGUMENT) {
+      fprintf(stderr, "rank %d: null allgatherv counts: got %d (%s)\n", rank, rc, ringmend_last_error());
+      ++failures;
+    }
     /* An output too small for size blocks: an error on every rank. */
     rc = ringmend_allgather(world, mine, 2, RINGMEND_INT64, all, rank == 0 ? 1 : 2 * (size_t)size, NULL);
     if (rc != RINGMEND_ERR_INVALID_ARGUMENT) {

@@ -4,8 +4,9 @@
 // membership it was told to expect.
 //
 //   fault_allreduce --iters=N --count=C [--expect-size=S]
-//                   [--mode=allreduce|mixed|bcast|allgather|reduce_scatter|every]
-//                   [--expect-size-changed=CALL]
+//                   [--mode=allreduce|mixed|bcast|allgather|reduce_scatter|every|
+//                           allgatherv|alltoall|uneven]
+//                   [--expect-size-changed=CALL] [--allow-size-changed=yes]
 //                   [--sleep-ms=M] [--pid-dir=D] [--expect-root-lost=CALL] [--allow-root-lost=yes]
 //                   [--hang-member=ID --hang-at=ITERATION]
 // --hang-member: that member stops coming to the collectives at that
@@ -14,7 +15,10 @@
 // --mode: mixed has a broadcast every third call; every cycles through
 // allreduce, allgather, broadcast and reduce_scatter. --expect-size-changed:
 // that call (a reduce_scatter a member dies in, no spare to replace it)
-// fails with SizeChanged on every survivor.
+// fails with SizeChanged on every survivor (also an allgatherv's or an
+// alltoall's: their counts were laid out for the old size). uneven
+// alternates allgatherv and alltoall, whose blocks differ in size by rank,
+// pair and iteration, some of them empty.
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +27,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <numeric>
 #include <thread>
 
 #include "test_data.hpp"
@@ -31,9 +36,10 @@ using namespace ringmend;
 using namespace ringmend::testing;
 
 int main(int argc, char** argv) {
-  require_known_options(argc, argv,
-                        {"iters", "count", "expect-size", "mode", "sleep-ms", "pid-dir", "expect-root-lost",
-                         "expect-size-changed", "allow-root-lost", "hang-member", "hang-at"});
+  require_known_options(
+      argc, argv,
+      {"iters", "count", "expect-size", "mode", "sleep-ms", "pid-dir", "expect-root-lost",
+       "expect-size-changed", "allow-root-lost", "allow-size-changed", "hang-member", "hang-at"});
   const int iters = std::stoi(option(argc, argv, "iters", "12"));
   const std::size_t count = std::stoul(option(argc, argv, "count", "100003"));
   const int expect_size = std::stoi(option(argc, argv, "expect-size", "-1"));
@@ -45,6 +51,9 @@ int main(int argc, char** argv) {
   // With kills at random moments the root of a broadcast may be the victim:
   // RootLost is then the right answer, provided the root really is gone.
   const bool allow_root_lost = option(argc, argv, "allow-root-lost", "no") == "yes";
+  // Likewise a call laid out for the size before a random kill: SizeChanged,
+  // provided the size really changed.
+  const bool allow_size_changed = option(argc, argv, "allow-size-changed", "no") == "yes";
   const int hang_member = std::stoi(option(argc, argv, "hang-member", "-1"));
   const int hang_at = std::stoi(option(argc, argv, "hang-at", "-1"));
 
@@ -90,6 +99,12 @@ int main(int argc, char** argv) {
   auto block_value = [](int member, std::size_t i, int iteration) {
     return static_cast<std::int64_t>(member) * 1000003 + static_cast<std::int64_t>(i) * 7 + iteration;
   };
+  // SizeChanged from a call laid out for `size` ranks: right when expected
+  // there, and only if the size did change.
+  auto size_changed_as_expected = [&](const Error& e, long call, std::size_t size) {
+    return e.code() == Errc::SizeChanged && (call == expect_size_changed || allow_size_changed) &&
+           comm.size() != static_cast<int>(size);
+  };
   for (; it < iters; ++it) {
     if (me == hang_member && it == hang_at) {
       std::printf("member %d: stuck in its own code from iteration %d on\n", me, it);
@@ -102,7 +117,54 @@ int main(int argc, char** argv) {
         mode == "bcast" || (mode == "mixed" && it % 3 == 2) || (mode == "every" && it % 4 == 2);
     const bool gather = mode == "allgather" || (mode == "every" && it % 4 == 1);
     const bool scatter = mode == "reduce_scatter" || (mode == "every" && it % 4 == 3);
-    if (scatter) {
+    const bool gatherv = mode == "allgatherv" || (mode == "uneven" && it % 2 == 0);
+    const bool alltoall = mode == "alltoall" || (mode == "uneven" && it % 2 == 1);
+    if (gatherv || alltoall) {
+      // Sizes by rank (and pair), so that a spare in a lost rank's place
+      // sends what the lost member would have; values by member id.
+      const std::size_t size = static_cast<std::size_t>(comm.size()),
+                        rank = static_cast<std::size_t>(comm.rank());
+      auto block_count = [&](std::size_t from, std::size_t to) -> std::size_t {
+        if ((from + 2 * to + static_cast<std::size_t>(it)) % 5 == 0) return 0;
+        return count / 2 + (from * 31 + to * 17 + static_cast<std::size_t>(it) * 13) % (count / 2 + 1);
+      };
+      auto pair_value = [&](int member, std::size_t to, std::size_t i) {
+        return block_value(member, i, it) * 16 + static_cast<std::int64_t>(to);
+      };
+      std::vector<std::size_t> send(size), recv(size);
+      for (std::size_t s = 0; s < size; ++s) {
+        send[s] = block_count(rank, gatherv ? 0 : s);
+        recv[s] = block_count(s, gatherv ? 0 : rank);
+      }
+      const std::size_t out_total = std::accumulate(recv.begin(), recv.end(), std::size_t{0});
+      std::vector<std::int64_t> in, out(out_total, -1);
+      for (std::size_t s = 0; s < (gatherv ? 1 : size); ++s)
+        for (std::size_t i = 0; i < send[s]; ++i) in.push_back(pair_value(me, gatherv ? 0 : s, i));
+      const char* what = gatherv ? "allgatherv" : "alltoall";
+      try {
+        const CollectiveResult r = gatherv
+                                       ? comm.allgatherv(in.data(), recv, DataType::Int64, out.data())
+                                       : comm.alltoall(in.data(), send, DataType::Int64, out.data(), recv);
+        recovered_calls += r.recovered;
+        const std::vector<int> members = comm.member_ids();
+        std::size_t wrong = r.contributors == comm.size() && members.size() == size ? 0 : 1, at = 0;
+        for (std::size_t s = 0; s < size && s < members.size(); ++s)
+          for (std::size_t i = 0; i < recv[s]; ++i, ++at)
+            wrong += out[at] != pair_value(members[s], gatherv ? 0 : rank, i);
+        if (wrong) {
+          std::fprintf(stderr, "world rank %d: %s %d (recovered=%d, contributors=%d, size %d): %zu wrong\n",
+                       me, what, it, r.recovered, r.contributors, comm.size(), wrong);
+          ++failures;
+        }
+      } catch (const Error& e) {
+        if (size_changed_as_expected(e, call, size)) {
+          ++size_changed_seen;
+        } else {
+          std::fprintf(stderr, "world rank %d: %s %d: unexpected error: %s\n", me, what, it, e.what());
+          ++failures;
+        }
+      }
+    } else if (scatter) {
       // Block j of every member's input is its fill for salt it * 64 + j;
       // rank r's output, the reduction of the members' blocks r.
       const DataType t = types[it % 4];
@@ -127,8 +189,7 @@ int main(int argc, char** argv) {
           ++failures;
         }
       } catch (const Error& e) {
-        if (e.code() == Errc::SizeChanged && call == expect_size_changed &&
-            comm.size() != static_cast<int>(size)) {
+        if (size_changed_as_expected(e, call, size)) {
           ++size_changed_seen;
         } else {
           std::fprintf(stderr, "world rank %d: reduce_scatter %d: unexpected error: %s\n", me, it, e.what());
@@ -216,7 +277,7 @@ int main(int argc, char** argv) {
                  static_cast<unsigned long long>(comm.epoch()), comm.size());
     ++failures;
   }
-  if (expect_size_changed >= 0 && size_changed_seen != 1) {
+  if (expect_size_changed >= 0 && !allow_size_changed && size_changed_seen != 1) {
     std::fprintf(stderr, "world rank %d: expected Errc::SizeChanged in call %ld\n", me, expect_size_changed);
     ++failures;
   }

@@ -6,8 +6,10 @@
 # RANDOM_SEED fixes the choices (printed, to reproduce a failure). With
 # SPARES, the last SPARES of the NP processes are spares: the victim is a
 # member, a spare takes its place, and the job ends with NP - SPARES ranks.
+# MODE picks the program's calls (default mixed; uneven: allgatherv and
+# alltoall, where a loss no spare replaced is SizeChanged on every survivor).
 set -u
-ft_mpirun=$1 program=$2 np=$3 rounds=$4 spares=${5:-0}
+ft_mpirun=$1 program=$2 np=$3 rounds=$4 spares=${5:-0} mode=${MODE:-mixed}
 members=$((np - spares))
 expect=$((spares > 0 ? members : np - 1))
 seed=${RANDOM_SEED:-$(date +%s)}
@@ -19,7 +21,8 @@ for ((round = 1; round <= rounds; round++)); do
   victim=$((RANDOM % members))
   delay_ms=$((200 + RANDOM % 1200))
   RINGMEND_SPARES=$spares "$ft_mpirun" --oversubscribe -np "$np" -x RINGMEND_SPARES "$program" --iters=150 \
-    --count=50021 --mode=mixed --sleep-ms=15 --allow-root-lost=yes --pid-dir="$dir" --expect-size=$expect \
+    --count=50021 --mode="$mode" --sleep-ms=15 --allow-root-lost=yes --allow-size-changed=yes --pid-dir="$dir" \
+    --expect-size=$expect \
     >"$dir/out" 2>&1 &
   job=$!
   for _ in $(seq 200); do [ -f "$dir/rank$victim.pid" ] && break; sleep 0.05; done

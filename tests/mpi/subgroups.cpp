@@ -151,6 +151,29 @@ void failure_free(Communicator& world, int me) {
     }
     expect(ok, "row reduce_scatter", me);
 
+    // allgatherv and alltoall over the row: rank r's block of r + 1 + round
+    // % 3 values (alltoall: to rank s, s + r + 1 of them; some rounds none).
+    auto uneven = [&](std::size_t from, std::size_t to) -> std::size_t {
+      return round % 5 == 4 && from == 0 ? 0 : from + to + 1 + static_cast<std::size_t>(round % 3);
+    };
+    const auto row_rank = static_cast<std::size_t>(rows->rank());
+    std::vector<std::size_t> counts{uneven(0, 0), uneven(1, 0)},
+        sends{uneven(row_rank, 0), uneven(row_rank, 1)}, recvs{uneven(0, row_rank), uneven(1, row_rank)};
+    std::vector<float> gv(counts[0] + counts[1], -1.0F), own = values(me, counts[row_rank], round);
+    rows->allgatherv(own.data(), counts, DataType::Float32, gv.data());
+    std::vector<float> to_all, from_all(recvs[0] + recvs[1], -1.0F);
+    for (std::size_t s = 0; s < 2; ++s)
+      for (std::size_t i = 0; i < sends[s]; ++i)
+        to_all.push_back(value(me, i, round) + static_cast<float>(s));
+    rows->alltoall(to_all.data(), sends, DataType::Float32, from_all.data(), recvs);
+    ok = true;
+    for (std::size_t s = 0, at = 0, got = 0; s < 2; ++s) {
+      for (std::size_t i = 0; i < counts[s]; ++i) ok &= gv[at++] == value(row_members[s], i, round);
+      for (std::size_t i = 0; i < recvs[s]; ++i)
+        ok &= from_all[got++] == value(row_members[s], i, round) + static_cast<float>(row_rank);
+    }
+    expect(ok, "row allgatherv and alltoall", me);
+
     // broadcast from rank 1 of the column (its first member by key is rank 0).
     std::vector<float> b = cols->rank() == 1 ? values(me, n, round) : std::vector<float>(n, 0.0F);
     cols->broadcast(b.data(), n * sizeof(float), 1);

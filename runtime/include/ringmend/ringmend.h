@@ -99,6 +99,17 @@ int ringmend_barrier(ringmend_comm* comm, ringmend_result* result);
    After a loss, result->contributors blocks are filled (ringmend.hpp). */
 int ringmend_allgather(ringmend_comm* comm, const void* input, size_t count, ringmend_datatype type,
                        void* output, size_t output_count, ringmend_result* result);
+/* Uneven allgather (ringmend.hpp: allgatherv): `counts` has one entry per
+   rank (the communicator's size), rank r's block of counts[r] elements lands
+   at the sum of counts[0..r) in `output`. Alltoall: rank r sends
+   send_counts[s] elements to rank s and receives recv_counts[s] from it,
+   blocks end to end in rank order. RINGMEND_ERR_SIZE_CHANGED after a loss no
+   spare replaced. */
+int ringmend_allgatherv(ringmend_comm* comm, const void* input, const size_t* counts, ringmend_datatype type,
+                        void* output, ringmend_result* result);
+int ringmend_alltoall(ringmend_comm* comm, const void* input, const size_t* send_counts,
+                      ringmend_datatype type, void* output, const size_t* recv_counts,
+                      ringmend_result* result);
 /* `input` holds size blocks of `count` elements; rank r gets the reduction
    of block r. RINGMEND_ERR_SIZE_CHANGED after a loss no spare replaced. */
 int ringmend_reduce_scatter(ringmend_comm* comm, const void* input, void* output, size_t count,
@@ -118,6 +129,11 @@ int ringmend_iallgather(ringmend_comm* comm, const void* input, size_t count, ri
                         void* output, size_t output_count, ringmend_request** request);
 int ringmend_ireduce_scatter(ringmend_comm* comm, const void* input, void* output, size_t count,
                              ringmend_datatype type, ringmend_op op, ringmend_request** request);
+int ringmend_iallgatherv(ringmend_comm* comm, const void* input, const size_t* counts, ringmend_datatype type,
+                         void* output, ringmend_request** request);
+int ringmend_ialltoall(ringmend_comm* comm, const void* input, const size_t* send_counts,
+                       ringmend_datatype type, void* output, const size_t* recv_counts,
+                       ringmend_request** request);
 int ringmend_wait(ringmend_request** request, ringmend_result* result);
 int ringmend_test(ringmend_request** request, int* done, ringmend_result* result);
 /* Membership on request (ringmend.hpp: grow, release; docs/elastic.md):

@@ -174,6 +174,35 @@ class Communicator {
     return allgather(input.data(), input.size(), data_type_of<T>, output.data(), output.size());
   }
 
+  // Uneven allgather: rank r contributes counts[r] elements (0 allowed;
+  // `counts` has size() entries, the same on every rank, else every rank
+  // gets Error(Mismatch)), and every rank's output holds all of them end to
+  // end in rank order, rank r's at the sum of counts[0..r). The input may be
+  // this rank's own place in the output (in place), and must not overlap it
+  // otherwise. A rank that dies during the call: when spares take the lost
+  // ranks' places (the size, and every rank's rank, stay), the call is run
+  // again with the spares' blocks (a spare passes the same counts);
+  // otherwise every survivor gets Error(Errc::SizeChanged) once the
+  // communicator has recovered (the counts were laid out for the old size),
+  // or, if the call had ended on some rank, its result: every rank had the
+  // whole output before any rank could return. Each rank receives the
+  // output less its own block (coll/ring_allgather.hpp).
+  CollectiveResult allgatherv(const void* input, std::span<const std::size_t> counts, DataType type,
+                              void* output);
+
+  // Alltoall: rank r sends send_counts[s] elements to rank s, the blocks
+  // lying end to end in rank order in `input`, and receives recv_counts[s]
+  // elements from rank s, end to end in `output` (which must not overlap
+  // the input). What r sends to s must be what s receives from r: otherwise
+  // every rank gets Error(Mismatch), before any data moves. Failures: as
+  // allgatherv (run again with spares, else SizeChanged, or the result if
+  // the call had ended on some rank). Pairwise, straight between each pair
+  // (coll/pairwise_alltoall.hpp); across nodes up to 16 ranks.
+  CollectiveResult alltoall(const void* input, std::span<const std::size_t> send_counts, DataType type,
+                            void* output, std::span<const std::size_t> recv_counts);
+  // Blocks of `count` elements both ways: input and output hold size() * count.
+  CollectiveResult alltoall(const void* input, std::size_t count, DataType type, void* output);
+
   // `input` holds size() blocks of `count` elements; rank r's output is the
   // reduction over every rank of block r. The output must not overlap the
   // input. A rank that dies during the call: when spares take the lost
@@ -211,6 +240,10 @@ class Communicator {
   Request iallgather(const void* input, std::size_t count, DataType type, void* output,
                      std::size_t output_count);
   Request ireduce_scatter(const void* input, void* output, std::size_t count, DataType type, ReduceOp op);
+  // The counts are copied: they need not outlive the call.
+  Request iallgatherv(const void* input, std::span<const std::size_t> counts, DataType type, void* output);
+  Request ialltoall(const void* input, std::span<const std::size_t> send_counts, DataType type, void* output,
+                    std::span<const std::size_t> recv_counts);
 
   // Called on every member after each membership change, before the
   // interrupted collective is re-executed; every member runs it in the same
