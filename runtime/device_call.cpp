@@ -135,6 +135,9 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 std::optional<CollectiveResult> Communicator::Impl::run_on_device(const CollectiveCall& call) {
+  // No CUDA context in this process: every buffer is host memory (asked
+  // once, not once per buffer; this runs before every host allreduce).
+  if (call.memory == MemoryKind::Auto && !gpu::context_made()) return std::nullopt;
   // (Asked once for an in-place call: this runs before every host call too.)
   // MemoryKind::Cuda: the caller says so; ask CUDA whatever the contexts.
   const auto how =

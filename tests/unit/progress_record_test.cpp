@@ -84,6 +84,19 @@ pid_t child_with_record(Phase phase, std::uint64_t seq, int member, CallSignatur
   return pid;
 }
 
+// The stamps' coarse clock is the fine one at the kernel's tick: never
+// ahead of it, at most a tick (4 ms) behind, and it moves.
+TEST(ProgressRecord, TheCoarseClockIsTheMonotonicClockAtATick) {
+  for (int i = 0; i < 1000; ++i) {
+    const std::uint64_t coarse = coarse_monotonic_ns(), fine = monotonic_ns();
+    ASSERT_LE(coarse, fine);
+    ASSERT_LT(fine - coarse, 5'000'000u);
+  }
+  const std::uint64_t before = coarse_monotonic_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_GT(coarse_monotonic_ns(), before);
+}
+
 TEST(ProgressRecord, ReadByAnotherProcessAndAgesWithoutStamps) {
   const pid_t pid = child_with_record(Phase::Collective, 42, 5, CallSignature{1000, 0x0102030400000000ULL});
   ASSERT_GT(pid, 0);

@@ -52,6 +52,10 @@ struct CallSignature {
 
 // CLOCK_MONOTONIC in nanoseconds: one clock for every process of a machine.
 std::uint64_t monotonic_ns();
+// The same clock read at the kernel's tick (CLOCK_MONOTONIC_COARSE, at
+// most 4 ms behind; CLOCK_MONOTONIC where its ticks are longer): a few
+// nanoseconds instead of tens, for stamps judged in seconds.
+std::uint64_t coarse_monotonic_ns();
 
 // The name of process `pid`'s record (for shm_open).
 std::string record_name(pid_t pid);
