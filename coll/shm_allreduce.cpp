@@ -221,6 +221,9 @@ class ShmPipeline {
     if (next_reduce_ >= next_in_) return false;
     const std::uint64_t g = g0_ + next_reduce_;
     if (!owner_) {
+      // A rank that owns no slice (more ranks on its node than rails) is in
+      // the reduce-scatter all the same: the same fault point as the owners'.
+      ctx_.on_phase(Phase::ReduceScatter, static_cast<int>(next_reduce_));
       node_.control(me_).out_ready.publish(g + 1);
       ++next_reduce_;
       return true;
