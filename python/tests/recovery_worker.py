@@ -21,6 +21,16 @@ import numpy as np
 import ringmend
 
 opts = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+# Every flag known (a misspelled one would silently drop a check). --mode
+# and --allow-size-changed are fault_allreduce's, which kill_random.sh
+# passes to either program: this loop has allreduces and broadcasts only
+# (fault_allreduce's mixed mode), where no call is laid out for a size.
+KNOWN = {"iters", "count", "sleep-ms", "expect-size", "allow-root-lost", "tensors", "pid-dir", "mode",
+         "allow-size-changed"}
+unknown = [a for a in sys.argv[1:] if not a.startswith("--") or "=" not in a or a[2:].split("=", 1)[0] not in KNOWN]
+if unknown or opts.get("mode", "mixed") != "mixed":
+    sys.exit(f"recovery_worker: unknown option(s) {unknown or [opts['mode']]} (known: --"
+             + ", --".join(sorted(KNOWN)) + "; --mode=mixed only)")
 me = int(os.environ.get("OMPI_COMM_WORLD_RANK", "-1"))
 
 iters = int(opts.get("iters", "50"))
