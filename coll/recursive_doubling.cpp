@@ -88,6 +88,9 @@ void run(Channel& ch, const std::vector<int>& group, const AllreduceArgs& a, Wai
     retain_part(a, 0, bytes);
     return;
   }
+  // Fault points as the other allreduces have them (runtime/fault_injection
+  // .hpp): start, each exchange a step of the reduction, end.
+  ctx.on_phase(Phase::Start, 0);
   const std::size_t me = position_in(group, ch.rank());
   const Schedule sched(n, me);
   Exchange x(ch, a, ctx, as);
@@ -116,11 +119,14 @@ void run(Channel& ch, const std::vector<int>& group, const AllreduceArgs& a, Wai
     combine(false);
   }
   const std::size_t virt = sched.virt();
+  int step = 0;
   for (std::size_t mask = 1; mask < sched.pow2; mask <<= 1) {
+    ctx.on_phase(Phase::ReduceScatter, step++);
     const std::size_t partner = virt ^ mask;
     x.swap(group[sched.real(partner)], out, theirs.data());
     combine(virt < partner);
   }
+  ctx.on_phase(Phase::End, 0);
   if (sched.folds_in()) x.send(group[me - 1], out);
   retain_part(a, 0, bytes);
 }
