@@ -8,7 +8,7 @@
 //                           allgatherv|alltoall|uneven]
 //                   [--expect-size-changed=CALL] [--allow-size-changed=yes]
 //                   [--sleep-ms=M] [--pid-dir=D] [--expect-root-lost=CALL] [--allow-root-lost=yes]
-//                   [--hang-member=ID --hang-at=ITERATION]
+//                   [--hang-member=ID --hang-at=ITERATION] [--expect-lost=ID]
 // --hang-member: that member stops coming to the collectives at that
 // iteration (it spins in its own code for ever, as a livelocked thread
 // would): the hang detector must exclude it.
@@ -36,10 +36,10 @@ using namespace ringmend;
 using namespace ringmend::testing;
 
 int main(int argc, char** argv) {
-  require_known_options(
-      argc, argv,
-      {"iters", "count", "expect-size", "mode", "sleep-ms", "pid-dir", "expect-root-lost",
-       "expect-size-changed", "allow-root-lost", "allow-size-changed", "hang-member", "hang-at"});
+  require_known_options(argc, argv,
+                        {"iters", "count", "expect-size", "mode", "sleep-ms", "pid-dir", "expect-root-lost",
+                         "expect-size-changed", "allow-root-lost", "allow-size-changed", "hang-member",
+                         "hang-at", "expect-lost"});
   const int iters = std::stoi(option(argc, argv, "iters", "12"));
   const std::size_t count = std::stoul(option(argc, argv, "count", "100003"));
   const int expect_size = std::stoi(option(argc, argv, "expect-size", "-1"));
@@ -56,6 +56,9 @@ int main(int argc, char** argv) {
   const bool allow_size_changed = option(argc, argv, "allow-size-changed", "no") == "yes";
   const int hang_member = std::stoi(option(argc, argv, "hang-member", "-1"));
   const int hang_at = std::stoi(option(argc, argv, "hang-at", "-1"));
+  // --expect-lost=ID: every member started with the job must be told of
+  // member ID's loss (a spare keeps the size: this proves the fault landed).
+  const int expect_lost = std::stoi(option(argc, argv, "expect-lost", "-1"));
 
   Runtime rt(&argc, &argv);
   Communicator& comm = rt.world();
@@ -69,10 +72,12 @@ int main(int argc, char** argv) {
   // at the size the job finishes with: no change went unannounced.
   std::uint64_t last_epoch = first_epoch;
   int last_size = comm.size(), broken_chain = 0;
+  bool told_of_expected_loss = false;
   comm.on_membership_change([&](const MembershipChange& m) {
     if (m.old_epoch != last_epoch || m.old_size != last_size || m.new_epoch <= m.old_epoch) ++broken_chain;
     last_epoch = m.new_epoch;
     last_size = m.new_size;
+    told_of_expected_loss |= std::find(m.lost.begin(), m.lost.end(), expect_lost) != m.lost.end();
     if (comm.rank() == 0 || m.new_rank == 0) {
       std::string lost, joined;
       for (int w : m.lost) lost += std::to_string(w) + " ";
@@ -279,6 +284,11 @@ int main(int argc, char** argv) {
   }
   if (expect_size_changed >= 0 && !allow_size_changed && size_changed_seen != 1) {
     std::fprintf(stderr, "world rank %d: expected Errc::SizeChanged in call %ld\n", me, expect_size_changed);
+    ++failures;
+  }
+  if (expect_lost >= 0 && !comm.joined() && !told_of_expected_loss) {
+    std::fprintf(stderr, "world rank %d: never told of member %d's loss (the fault did not land)\n", me,
+                 expect_lost);
     ++failures;
   }
   if (expect_root_lost >= 0 && root_lost_seen != 1) {
