@@ -13,6 +13,7 @@
 //                 [--work-ms=MS]   (each step computes for MS of this process's CPU
 //                                   time: a CPU-throttled member is slower by as much)
 //                 [--expect-members=ID,ID...]   (the member ids at the end, by rank)
+//                 [--expect-lost=ID,ID...]      (members whose loss every member is told of)
 //                 [--pid-dir=D]   (a member writes D/rank<world rank>.pid once started)
 //                 [--state-before-start]   (the sums are given to the Runtime: a joiner
 //                                           receives them in place, StateBuffer)
@@ -21,13 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,14 +50,6 @@ long number(int argc, char** argv, const char* name, long fallback) {
   return std::atol(arg(argc, argv, name, std::to_string(fallback)).c_str());
 }
 
-std::vector<int> ranks_of(const std::string& text) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(std::atoi(item.c_str()));
-  return out;
-}
-
 // Computes for `ms` of this thread's CPU time (not wall time: a member
 // given a tenth of a CPU by its cgroup takes ten times as long).
 void spend_cpu(long ms) {
@@ -75,13 +68,13 @@ int check(int argc, char** argv) {
   ringmend::testing::require_known_options(
       argc, argv,
       {"samples", "per-rank", "epochs", "grow-at", "grow", "release-at", "release", "expect-size", "step-ms",
-       "wrong-state-on", "state-before-start", "pid-dir", "expect-members", "work-ms"});
+       "wrong-state-on", "state-before-start", "pid-dir", "expect-members", "work-ms", "expect-lost"});
   const auto samples = static_cast<std::uint64_t>(number(argc, argv, "samples", 500));
   const auto per_rank = static_cast<std::uint32_t>(number(argc, argv, "per-rank", 7));
   const auto epochs = static_cast<std::uint64_t>(number(argc, argv, "epochs", 3));
   const long grow_at = number(argc, argv, "grow-at", -1), grow = number(argc, argv, "grow", 1);
   const long release_at = number(argc, argv, "release-at", -1);
-  const std::vector<int> release = ranks_of(arg(argc, argv, "release", ""));
+  const std::vector<int> release = ringmend::testing::int_list(arg(argc, argv, "release", ""));
   const long expect_size = number(argc, argv, "expect-size", -1);
   const long step_ms = number(argc, argv, "step-ms", 0);
   const long work_ms = number(argc, argv, "work-ms", 0);
@@ -121,7 +114,15 @@ int check(int argc, char** argv) {
   if (comm.joined())
     std::printf("member %d joined at rank %d of %d, step %lld, epoch %llu\n", me, comm.rank(), comm.size(),
                 static_cast<long long>(step), static_cast<unsigned long long>(sampler.epoch()));
-  comm.on_membership_change([&](const ringmend::MembershipChange&) { ++changes_seen; });
+  // --expect-lost=ID,...: every member there from the start must be told of
+  // each listed member's loss (with spares the size alone cannot show that
+  // the fault landed).
+  const std::vector<int> expect_lost = ringmend::testing::int_list(arg(argc, argv, "expect-lost", ""));
+  std::vector<int> told_lost;
+  comm.on_membership_change([&](const ringmend::MembershipChange& m) {
+    ++changes_seen;
+    told_lost.insert(told_lost.end(), m.lost.begin(), m.lost.end());
+  });
 
   while (sampler.epoch() < epochs) {
     const std::uint64_t epoch = sampler.epoch();
@@ -182,11 +183,16 @@ int check(int argc, char** argv) {
     ++failures;
   }
   if (const std::string ids = arg(argc, argv, "expect-members", "");
-      !ids.empty() && comm.member_ids() != ranks_of(ids)) {
+      !ids.empty() && comm.member_ids() != ringmend::testing::int_list(ids)) {
     std::string got;
     for (int id : comm.member_ids()) got += (got.empty() ? "" : ",") + std::to_string(id);
     std::printf("TEST FAILED member %d: ended with members %s (by rank), expected %s\n", me, got.c_str(),
                 ids.c_str());
+    ++failures;
+  }
+  for (const int id : expect_lost) {
+    if (comm.joined() || std::find(told_lost.begin(), told_lost.end(), id) != told_lost.end()) continue;
+    std::printf("TEST FAILED member %d: never told of member %d's loss (the fault did not land)\n", me, id);
     ++failures;
   }
   if (failures == 0)

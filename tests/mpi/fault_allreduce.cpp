@@ -8,7 +8,8 @@
 //                           allgatherv|alltoall|uneven]
 //                   [--expect-size-changed=CALL] [--allow-size-changed=yes]
 //                   [--sleep-ms=M] [--pid-dir=D] [--expect-root-lost=CALL] [--allow-root-lost=yes]
-//                   [--hang-member=ID --hang-at=ITERATION] [--expect-lost=ID]
+//                   [--hang-member=ID --hang-at=ITERATION] [--expect-lost=ID[,ID...]]
+//                   [--expect-members=ID,ID...]
 // --hang-member: that member stops coming to the collectives at that
 // iteration (it spins in its own code for ever, as a livelocked thread
 // would): the hang detector must exclude it.
@@ -29,6 +30,7 @@
 #include <fstream>
 #include <numeric>
 #include <thread>
+#include <vector>
 
 #include "test_data.hpp"
 
@@ -39,7 +41,7 @@ int main(int argc, char** argv) {
   require_known_options(argc, argv,
                         {"iters", "count", "expect-size", "mode", "sleep-ms", "pid-dir", "expect-root-lost",
                          "expect-size-changed", "allow-root-lost", "allow-size-changed", "hang-member",
-                         "hang-at", "expect-lost"});
+                         "hang-at", "expect-lost", "expect-members"});
   const int iters = std::stoi(option(argc, argv, "iters", "12"));
   const std::size_t count = std::stoul(option(argc, argv, "count", "100003"));
   const int expect_size = std::stoi(option(argc, argv, "expect-size", "-1"));
@@ -56,9 +58,13 @@ int main(int argc, char** argv) {
   const bool allow_size_changed = option(argc, argv, "allow-size-changed", "no") == "yes";
   const int hang_member = std::stoi(option(argc, argv, "hang-member", "-1"));
   const int hang_at = std::stoi(option(argc, argv, "hang-at", "-1"));
-  // --expect-lost=ID: every member started with the job must be told of
-  // member ID's loss (a spare keeps the size: this proves the fault landed).
-  const int expect_lost = std::stoi(option(argc, argv, "expect-lost", "-1"));
+  // --expect-lost=ID,...: every member started with the job must be told of
+  // each listed member's loss (a spare keeps the size: this proves the
+  // fault landed).
+  const std::vector<int> expect_lost = int_list(option(argc, argv, "expect-lost", ""));
+  // --expect-members=ID,...: the member ids at the end, by rank (which
+  // spare took which place).
+  const std::string expect_members = option(argc, argv, "expect-members", "");
 
   Runtime rt(&argc, &argv);
   Communicator& comm = rt.world();
@@ -72,12 +78,12 @@ int main(int argc, char** argv) {
   // at the size the job finishes with: no change went unannounced.
   std::uint64_t last_epoch = first_epoch;
   int last_size = comm.size(), broken_chain = 0;
-  bool told_of_expected_loss = false;
+  std::vector<int> told_lost;
   comm.on_membership_change([&](const MembershipChange& m) {
     if (m.old_epoch != last_epoch || m.old_size != last_size || m.new_epoch <= m.old_epoch) ++broken_chain;
     last_epoch = m.new_epoch;
     last_size = m.new_size;
-    told_of_expected_loss |= std::find(m.lost.begin(), m.lost.end(), expect_lost) != m.lost.end();
+    told_lost.insert(told_lost.end(), m.lost.begin(), m.lost.end());
     if (comm.rank() == 0 || m.new_rank == 0) {
       std::string lost, joined;
       for (int w : m.lost) lost += std::to_string(w) + " ";
@@ -286,9 +292,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "world rank %d: expected Errc::SizeChanged in call %ld\n", me, expect_size_changed);
     ++failures;
   }
-  if (expect_lost >= 0 && !comm.joined() && !told_of_expected_loss) {
-    std::fprintf(stderr, "world rank %d: never told of member %d's loss (the fault did not land)\n", me,
-                 expect_lost);
+  for (const int id : expect_lost) {
+    if (comm.joined() || std::find(told_lost.begin(), told_lost.end(), id) != told_lost.end()) continue;
+    std::fprintf(stderr, "world rank %d: never told of member %d's loss (the fault did not land)\n", me, id);
+    ++failures;
+  }
+  if (!expect_members.empty() && comm.member_ids() != int_list(expect_members)) {
+    std::string got;
+    for (int id : comm.member_ids()) got += (got.empty() ? "" : ",") + std::to_string(id);
+    std::fprintf(stderr, "world rank %d: ended with members %s (by rank), expected %s\n", me, got.c_str(),
+                 expect_members.c_str());
     ++failures;
   }
   if (expect_root_lost >= 0 && root_lost_seen != 1) {

@@ -176,4 +176,15 @@ inline std::string option(int argc, char** argv, const std::string& name, const 
   return fallback;
 }
 
+// "1,4,2" -> {1, 4, 2}; a value that is not a number throws (std::stoi).
+inline std::vector<int> int_list(const std::string& text) {
+  std::vector<int> out;
+  for (std::size_t begin = 0; begin < text.size();) {
+    const std::size_t comma = std::min(text.find(',', begin), text.size());
+    if (comma > begin) out.push_back(std::stoi(text.substr(begin, comma - begin)));
+    begin = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace ringmend::testing
