@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "coll/pairwise_alltoall.hpp"
@@ -34,42 +35,6 @@ struct LocalInputError {
   std::string text;
   Errc code = Errc::InvalidArgument;
 };
-
-// The checks of the calls whose sizes are per rank (allgatherv, alltoall).
-std::string validate_counted(const CollectiveCall& c, int rank, int size, const std::string& at) {
-  if (!is_valid(c.type)) return at + "unsupported data type " + std::to_string(static_cast<int>(c.type));
-  const bool alltoall = c.kind == coll::CollectiveKind::Alltoall;
-  const auto ranks = static_cast<std::size_t>(size);
-  if (c.counts.size() != ranks || (alltoall && c.recv_counts.size() != ranks))
-    return at +
-           (alltoall ? "send and receive counts have " + std::to_string(c.counts.size()) + " and " +
-                           std::to_string(c.recv_counts.size())
-                     : "the counts have " + std::to_string(c.counts.size())) +
-           " entries; the group has " + std::to_string(size) + " ranks (one count per rank)";
-  const std::size_t unit = size_of(c.type);
-  const auto me = static_cast<std::size_t>(rank);
-  const std::size_t in_bytes = (alltoall ? CollectiveCall::total_of(c.counts) : c.counts[me]) * unit;
-  const std::size_t out_bytes = CollectiveCall::total_of(alltoall ? c.recv_counts : c.counts) * unit;
-  if ((in_bytes > 0 && c.input == nullptr) || (out_bytes > 0 && c.output == nullptr))
-    return at + "null buffer with " + std::to_string(in_bytes) + " bytes in and " +
-           std::to_string(out_bytes) + " out";
-  if ((in_bytes > 0 && is_gpu_pointer(c.input)) || (out_bytes > 0 && is_gpu_pointer(c.output)))
-    return at + "a buffer is GPU memory; " + coll::name_of(c.kind) +
-           " takes host memory (GPU buffers: allreduce)";
-  if (alltoall) {
-    if (c.counts[me] != c.recv_counts[me])
-      return at + "this rank sends " + std::to_string(c.counts[me]) + " elements to itself and receives " +
-             std::to_string(c.recv_counts[me]) + " from itself: both must be the same";
-    if (overlaps(c.input, in_bytes, c.output, out_bytes))
-      return at + "the output overlaps the input (a re-run after a failure reads the input again)";
-    return {};
-  }
-  // In place: the input is this rank's place in the output, else apart.
-  const auto* own = static_cast<const std::byte*>(c.output) + offsets_of(c.counts)[me] * unit;
-  if (c.input != own && overlaps(c.input, in_bytes, c.output, out_bytes))
-    return at + "the input lies inside the output but not at this rank's block (in place: pass that block)";
-  return {};
-}
 
 // Each channel rank's rank as the application sees it: its block's slot in
 // an allgather's output or a reduce_scatter's input.
@@ -108,60 +73,15 @@ coll::Call counted_call(const CollectiveCall& c, std::uint64_t seq, const int* s
   return call;
 }
 
-std::string validate_call(const CollectiveCall& c, int rank, int size) {
-  // Built only when needed: validation runs on every call, also the 4-byte ones.
-  struct At {
-    const CollectiveCall& c;
-    int rank;
-    operator std::string() const {
-      return std::string(coll::name_of(c.kind)) + " on rank " + std::to_string(rank) + ": ";
-    }
-    std::string operator+(const std::string& rest) const { return std::string(*this) + rest; }
-    std::string operator+(const char* rest) const { return std::string(*this) + rest; }
-  } at{c, rank};
-  if (c.kind == coll::CollectiveKind::Allreduce) {
-    if (!is_valid(c.type)) return at + "unsupported data type " + std::to_string(static_cast<int>(c.type));
-    if (!is_valid(c.op)) return at + "unsupported reduction " + std::to_string(static_cast<int>(c.op));
-    if (c.count > 0 && (c.input == nullptr || c.output == nullptr))
-      return at + "null buffer with count " + std::to_string(c.count);
-    const auto* in = static_cast<const std::byte*>(c.input);
-    const auto* out = static_cast<const std::byte*>(c.output);
-    const std::size_t b = c.bytes();
-    if (c.count > 0 && in != out && in < out + b && out < in + b)
-      return at + "input and output overlap without being the same buffer (use the in-place call)";
-    if (!c.placement_error.empty()) return at + c.placement_error;
-  } else if (c.kind == coll::CollectiveKind::Allgather) {
-    if (!is_valid(c.type)) return at + "unsupported data type " + std::to_string(static_cast<int>(c.type));
-    if (c.count > 0 && (c.input == nullptr || c.output == nullptr))
-      return at + "null buffer with count " + std::to_string(c.count);
-    if (c.count > 0 && (is_gpu_pointer(c.input) || is_gpu_pointer(c.output)))
-      return at + "a buffer is GPU memory; allgather takes host memory (GPU buffers: allreduce)";
-    if (c.output_bytes < c.result_bytes(size))
-      return at + "the output holds " + std::to_string(c.output_bytes) + " bytes; " + std::to_string(size) +
-             " ranks x " + std::to_string(c.bytes()) + " bytes need " + std::to_string(c.result_bytes(size));
-  } else if (c.kind == coll::CollectiveKind::AllgatherV || c.kind == coll::CollectiveKind::Alltoall) {
-    return validate_counted(c, rank, size, at);
-  } else if (c.kind == coll::CollectiveKind::ReduceScatter) {
-    if (!is_valid(c.type)) return at + "unsupported data type " + std::to_string(static_cast<int>(c.type));
-    if (!is_valid(c.op)) return at + "unsupported reduction " + std::to_string(static_cast<int>(c.op));
-    if (c.count > 0 && (c.input == nullptr || c.output == nullptr))
-      return at + "null buffer with count " + std::to_string(c.count);
-    if (c.count > 0 && (is_gpu_pointer(c.input) || is_gpu_pointer(c.output)))
-      return at + "a buffer is GPU memory; reduce_scatter takes host memory (GPU buffers: allreduce)";
-    const auto* in = static_cast<const std::byte*>(c.input);
-    const auto* out = static_cast<const std::byte*>(c.output);
-    if (c.count > 0 && in < out + c.bytes() && out < in + c.bytes() * static_cast<std::size_t>(size))
-      return at + "the output overlaps the input (a re-run after a failure reads the input again)";
-  } else {
-    if (c.root < 0 || c.root >= size)
-      return at + "root " + std::to_string(c.root) + " is not a rank of this communicator (size " +
-             std::to_string(size) + ")";
-    if (c.count > 0 && c.output == nullptr)
-      return at + "null buffer with " + std::to_string(c.count) + " bytes";
-    if (c.count > 0 && is_gpu_pointer(c.output))
-      return at + "the buffer is GPU memory; broadcast takes host memory (GPU buffers: allreduce)";
-  }
-  return {};
+const coll::Algorithm& Communicator::Impl::selected(coll::CollectiveKind kind, std::size_t bytes) {
+  LastSelection& last = last_selection_;
+  const membership::Epoch& e = *epoch_;
+  if (last.algorithm && last.epoch == &e && last.epoch_number == e.number && last.kind == kind &&
+      last.bytes == bytes)
+    return *last.algorithm;
+  const coll::Algorithm& algorithm = coll::select(kind, bytes, e.layout, tuning());
+  last = {&e, e.number, kind, bytes, &algorithm};
+  return algorithm;
 }
 
 void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq) {
@@ -183,7 +103,7 @@ void Communicator::Impl::execute(const CollectiveCall& c, std::uint64_t call_seq
   }
   const std::size_t bytes = c.bytes();
   const membership::Epoch& e = *epoch_;
-  const coll::Algorithm& algorithm = coll::select(c.kind, bytes, e.layout, tuning());
+  const coll::Algorithm& algorithm = selected(c.kind, bytes);
   coll::Call call;
   call.kind = c.kind;
   if (c.kind == coll::CollectiveKind::Allreduce) {
@@ -341,10 +261,18 @@ void Communicator::Impl::execute_counted(const CollectiveCall& c, std::uint64_t 
 // One application call through its attempts: what the next attempt needs
 // to know of the ones before.
 struct Communicator::Impl::CallInProgress {
-  CallInProgress(const CollectiveCall& original, std::uint64_t number)
-      : call(original), c(original), seq(number) {}
+  CallInProgress(const CollectiveCall& original, std::uint64_t number) : call(original), seq(number) {}
   const CollectiveCall& call;
-  CollectiveCall c;  // the root renumbered after a membership change
+  // What is executed: the call as made, or a copy with the size at the call
+  // noted (the calls laid out for one size) and a broadcast's root
+  // renumbered after a membership change. An allreduce runs as made: no
+  // copy on the small calls' path.
+  std::optional<CollectiveCall> adjusted;
+  CollectiveCall& adjust() {
+    if (!adjusted) adjusted = call;
+    return *adjusted;
+  }
+  const CollectiveCall& to_run() const { return adjusted ? *adjusted : call; }
   std::uint64_t seq;
   std::string input_error;         // this member's objection to its arguments
   std::string settle_interrupted;  // another member was recovering when this one settled
@@ -353,6 +281,7 @@ struct Communicator::Impl::CallInProgress {
   int size_at_start = 0;
   int ranks_in_attempt = 0;                    // the epoch's size when this member last executed the call
   bool catching_up = false;                    // another survivor finished this call: take its result
+  bool settled = false;                        // settled since the last attempt (the first one's, by run())
   std::vector<membership::MemberInfo> states;  // the survivors' states after the last recovery
   CollectiveResult result;
 };
@@ -372,7 +301,7 @@ void Communicator::Impl::place_root(CallInProgress& p) {
   if (it == members.end())
     throw Error(Errc::RootLost, "broadcast #" + std::to_string(p.seq) + ": its root (member " +
                                     std::to_string(p.root_id) + ") failed before any survivor had the data");
-  p.c.root = static_cast<int>(it - members.begin());
+  p.adjust().root = static_cast<int>(it - members.begin());
 }
 
 // A broadcast whose root died, and that no survivor finished, cannot be
@@ -397,11 +326,13 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
                                     std::string(released_as_straggler_ ? "as a straggler" : "release()") +
                                     " at collective #" + std::to_string(seq) +
                                     ") and takes part in no collective");
-  CallInProgress p(call, ++seq);
+  // Only this thread counts the calls (others read the count): no locked add.
+  seq.store(seq.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  CallInProgress p(call, seq.load(std::memory_order_relaxed));
   current_seq_ = p.seq;
-  // The progress record: membership work until the call executes, the
-  // application's own code once it returns, however it ends.
-  hang_.enter(progress::Phase::Recovery, p.seq);
+  // The progress record: the collective once it executes (membership work
+  // before it, where there is any, says so: settle(), recover_in_call()),
+  // the application's own code once the call returns, however it ends.
   struct BackToApplication {
     HangDetector& hang;
     std::uint64_t seq;
@@ -415,7 +346,7 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
     p.root_id = view_.members[static_cast<std::size_t>(call.root)];
   call_root_ = p.root_id;
   p.size_at_start = view_.size;
-  p.c.ranks_at_call = view_.size;
+  if (call.kind != coll::CollectiveKind::Allreduce) p.adjust().ranks_at_call = view_.size;
   p.ranks_in_attempt = epoch_->size;
   fail_if_root_lost(p);
   // A settle() that finds another member recovering (a round of the pool)
@@ -423,6 +354,7 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
   if (p.input_error.empty()) {
     try {
       settle(p.result, p.seq);
+      p.settled = true;
     } catch (const transport::Interrupted& e) {
       p.settle_interrupted = e.what();
     }
@@ -431,14 +363,14 @@ CollectiveResult Communicator::Impl::run(const CollectiveCall& call) {
   if (p.input_error.empty() && p.settle_interrupted.empty() && call.no_op()) {
     p.result.contributors = epoch_->size;
     p.result.epoch = epoch_->number;
-    return p.result;
+    return std::move(p.result);
   }
   // The deadline covers this call only, however it ends (check() sets it).
   const ScopedFlag deadline_on(has_deadline_);
   deadline_set_ = false;
   for (;;) {
     const std::optional<CallFailure> failed = attempt(p);
-    if (!failed) return p.result;
+    if (!failed) return std::move(p.result);
     recover_in_call(p, *failed);
   }
 }
@@ -472,12 +404,16 @@ std::optional<Communicator::Impl::CallFailure> Communicator::Impl::attempt(CallI
       if (ahead) catch_up(p.seq - 1, p.states, retained_bytes_[(p.seq - 1) % 2]);
       p.states.clear();
       // Only after the catch-up above: the survivors behind wait for it.
-      fail_if_root_lost(p);
-      settle(p.result, p.seq);
-      place_root(p);
+      // (The first attempt comes straight from run()'s settle: nothing
+      // happened in between that a second one could find.)
+      if (!std::exchange(p.settled, false)) {
+        fail_if_root_lost(p);
+        settle(p.result, p.seq);
+        place_root(p);
+      }
       hang_.enter(progress::Phase::Collective, p.seq, signature_of(p.call));
       p.ranks_in_attempt = epoch_->size;
-      execute(p.c, p.seq);
+      execute(p.to_run(), p.seq);
       p.result.contributors = epoch_->size;
     }
     // Off the recovery's path: the next worker, the old ones closed.
@@ -578,9 +514,12 @@ void Communicator::Impl::settle(CollectiveResult& result, std::uint64_t call_seq
   // A request (grow, release) admits after its call instead: a joiner's
   // first call must be one its application makes.
   if (!requesting_ && pool_ && settings_.spare_policy == SparePolicy::Replace &&
-      epoch_->size < target_size_ && pool_->spares_left() > 0)
+      epoch_->size < target_size_ && pool_->spares_left() > 0) {
+    hang_.enter(progress::Phase::Recovery, call_seq);
     regroup(call_seq, false, false);
+  }
   if (!pending_) return;
+  hang_.enter(progress::Phase::Recovery, call_seq);
   const MembershipChange change = announce_pending();
   result.recovered = true;
   result.lost = change.lost;

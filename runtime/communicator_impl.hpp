@@ -270,6 +270,19 @@ struct Communicator::Impl final : transport::WaitContext {
   const Settings& settings() const { return settings_; }
   HangDetector& hang_detector() { return hang_; }
   coll::Tuning tuning() { return {settings_.small_bytes, settings_.chunk_bytes, &pipeline_tuner_}; }
+  // coll::select() for the current epoch, answered from the last call's
+  // choice when kind and size are the same (a run of small calls asks
+  // every algorithm the same question each time). The choice depends on
+  // the epoch's layout and the fixed tuning only; epoch numbers only grow,
+  // so an epoch made at a freed one's address is not taken for it.
+  const coll::Algorithm& selected(coll::CollectiveKind kind, std::size_t bytes);
+  struct LastSelection {
+    const membership::Epoch* epoch = nullptr;
+    std::uint64_t epoch_number = 0;
+    coll::CollectiveKind kind{};
+    std::size_t bytes = 0;
+    const coll::Algorithm* algorithm = nullptr;
+  } last_selection_;
   // A subgroup's epoch, kept until this communicator ends (its quiesce()
   // has met every member): a node mate or a remote peer may still be
   // reading the last call's data from it when the subgroup is destroyed.

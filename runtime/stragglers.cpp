@@ -37,16 +37,15 @@ std::string percent(double share) {
 }  // namespace
 
 CollectiveResult Communicator::Impl::call(const CollectiveCall& c) {
-  const bool timed = stragglers_.policy() != StragglerPolicy::Off;
+  if (stragglers_.policy() == StragglerPolicy::Off) return run(c);
   CollectiveResult before;
-  if (timed && !left && stragglers_.due(seq + 1)) {
+  if (!left && stragglers_.due(seq + 1)) {
     before = compare_waits();
     if (left) return before;  // released as a straggler: not in this call
   }
-  const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  const auto start = std::chrono::steady_clock::now();
   CollectiveResult result = run(c);
-  if (timed)
-    stragglers_.count(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  stragglers_.count(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   add_change(result, before);
   return result;
 }
