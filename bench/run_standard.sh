@@ -20,8 +20,8 @@
 #   two nodes              the same allreduce programs on the local two-node
 #                          Slurm cluster (scripts/cluster.sh), 1 and 2 ranks per
 #                          node, with Open MPI's default configuration (plain
-#                          mpirun across the nodes; MPICH's launcher cannot
-#                          reach them yet), and ringmend_p2p_bw and
+#                          mpirun across the nodes) and, one rank per node,
+#                          MPICH (its mpiexec through srun), and ringmend_p2p_bw and
 #                          ringmend_p2p_bibw (UCX and MPI) with 1 rank per node
 #   recovery, one node     for N = 4..8 ranks, ROUNDS jobs each of
 #                          ringmend_recovery --mode ringmend, --mode ulfm, and a
@@ -370,6 +370,13 @@ two_nodes() {
         run throughput "$config" openmpi_default "$rep" "$np" "json/$config.openmpi_default.$rep.json" 900 \
           "$roc" -t 880 --plain-mpirun "$layout" "$BIN/mpi_allreduce_openmpi" --impl openmpi_default \
           -m "4:$cl_max" "${cl_iters[@]}" "${vflag[@]}" --json "$out/json/$config.openmpi_default.$rep.json"
+      fi
+      # MPICH across the nodes, one rank per node (its ranks poll without
+      # yielding: more of them than this machine's CPUs measure time slices).
+      if [ "$have_mpich" = 1 ] && [ "$layout" = 1,1 ]; then
+        run throughput "$config" mpich "$rep" "$np" "json/$config.mpich.$rep.json" 900 \
+          "$roc" -t 880 --mpich -x UCX_NET_DEVICES=eth1 "$layout" "$BIN/mpi_allreduce_mpich" --impl mpich \
+          -m "4:$cl_max" "${cl_iters[@]}" "${vflag[@]}" --json "$out/json/$config.mpich.$rep.json"
       fi
       if [ "$layout" = 1,1 ]; then
         run throughput "$config" p2p_bw "$rep" "$np" "json/$config.p2p_bw.$rep.json" 900 \

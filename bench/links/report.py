@@ -19,7 +19,7 @@ import os
 import statistics
 import sys
 
-SYSTEMS = ["ringmend", "openmpi_ft", "openmpi_default"]
+SYSTEMS = ["ringmend", "openmpi_ft", "openmpi_default", "mpich"]
 LATENCY_MAX = 1024
 BANDWIDTH_MIN = 64 * 1024
 # tc's token bucket holds 1 ms of the rate (scripts/cluster.sh): a call of a
@@ -133,8 +133,8 @@ def table_md(summary, machine, params):
         bound = busbw_bound(summary["bound_GBps"].get(nics), config)
         lines.append(f"### {config.replace('.', ', ')}")
         lines.append("")
-        lines.append("| size | ringmend | Open MPI FT | Open MPI default | ringmend / best MPI | % of bound |")
-        lines.append("|---:|---:|---:|---:|---:|---:|")
+        lines.append("| size | ringmend | Open MPI FT | Open MPI default | MPICH | ringmend / best MPI | % of bound |")
+        lines.append("|---:|---:|---:|---:|---:|---:|---:|")
         for row in rows:
             size = row["size"]
             key = "lat" if size <= LATENCY_MAX else "busbw" if size >= BANDWIDTH_MIN else None

@@ -10,8 +10,12 @@
 #   bound              the link: one-way point-to-point bandwidth of each NIC
 #                      (ringmend_p2p_bw, UCX on that NIC alone), summed over the
 #                      node's NICs; a ring allreduce's bus bandwidth cannot exceed it
-# MPICH is not among them yet (its launcher across the namespace nodes is
-# still to be set up: README.md here).
+#   mpich              MPI_Allreduce of MPICH (Debian's, ch4:ucx), launched by its
+#                      mpiexec whose proxies srun starts on the nodes; one rank
+#                      per node only: with two, its ranks poll without ever
+#                      yielding, and 4 of them on this machine's 2 CPUs take
+#                      10-70 ms a call (time slices), which no node of a real
+#                      cluster would show
 #
 #   bench/links/run.sh [--quick] [--rate R] [--delay D] [--nodes "2 3 4"] [--ppn "1 2"]
 #                      [--nics "1 2"] [--max-size S] [--repeats N] [--build DIR] [--out DIR] [--publish]
@@ -77,12 +81,18 @@ prefix=$("$top/scripts/bootstrap.sh" --print-prefix)
 export MPIEXEC=${MPIEXEC:-$prefix/bin/mpirun}
 [ -x "$MPIEXEC" ] || { echo "links: no ULFM mpirun at $MPIEXEC (scripts/bootstrap.sh)" >&2; exit 2; }
 programs=(ringmend_allreduce ringmend_p2p_bw mpi_allreduce_openmpi)
+targets=("${programs[@]}")
+# MPICH's program is built where MPICH is installed (Debian's libmpich-dev).
+if command -v mpiexec.mpich >/dev/null; then
+  programs+=(mpi_allreduce_mpich)
+  targets+=(ringmend_mpich_baseline)
+fi
 say "build: $build (Release; log: $out/logs/build.log)"
 {
   if [ ! -f "$build/CMakeCache.txt" ]; then
     "$top/scripts/build.sh" "$build" -DCMAKE_BUILD_TYPE=Release -DRINGMEND_BUILD_TESTS=OFF
   else
-    cmake --build "$build" --target "${programs[@]}"
+    cmake --build "$build" --target "${targets[@]}"
   fi
 } >"$out/logs/build.log" 2>&1 || { tail -n 30 "$out/logs/build.log" >&2; echo "links: the build failed" >&2; exit 1; }
 BIN=$build/bench
@@ -151,6 +161,10 @@ for nics in $nics_list; do
           "$BIN/ringmend_allreduce" --impl both -m "4:$max_size" "${iters[@]}" --no-bound
         job "$config" openmpi_default "$rep" "$roc" -t 880 --plain-mpirun "$layout" \
           "$BIN/mpi_allreduce_openmpi" --impl openmpi_default -m "4:$max_size" "${iters[@]}"
+        if [ "$ppn" = 1 ] && [ -x "$BIN/mpi_allreduce_mpich" ] && command -v mpiexec.mpich >/dev/null; then
+          job "$config" mpich "$rep" "$roc" -t 880 --mpich -x UCX_NET_DEVICES="$devices" "$layout" \
+            "$BIN/mpi_allreduce_mpich" --impl mpich -m "4:$max_size" "${iters[@]}"
+        fi
       done
     done
   done

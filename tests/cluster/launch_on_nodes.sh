@@ -4,10 +4,11 @@
 # number of ranks on each of several nodes sharing this machine.
 #
 #   parse_launch_options NAME HELP_LINES ARGS...
-#       reads [-t SECONDS] [-x VAR=VALUE]... [--expect-passed N] [--plain-mpirun]
+#       reads [-t SECONDS] [-x VAR=VALUE]... [--expect-passed N] [--plain-mpirun | --mpich]
 #       LAYOUT program [args...] into limit, envs (-x pairs for mpirun),
 #       expect, layout and command; --plain-mpirun exports
-#       RINGMEND_LAUNCH_PLAIN_MPIRUN=1 (see exec_on_nodes);
+#       RINGMEND_LAUNCH_PLAIN_MPIRUN=1, --mpich RINGMEND_LAUNCH_MPICH=1
+#       (see exec_on_nodes);
 #       NAME prefixes its errors, HELP_LINES are the lines of the calling
 #       script that --help prints (2,13)
 #   check_passed_if_asked SCRIPT
@@ -16,7 +17,9 @@
 #   exec_on_nodes SAY LIMIT LAYOUT NODES [mpirun arguments...] program [args...]
 #       replaces the shell with the job: scripts/ft-mpirun (fault tolerance
 #       on), or with RINGMEND_LAUNCH_PLAIN_MPIRUN=1 $MPIEXEC as it comes, in
-#       Open MPI's default configuration (the benchmarks' baseline)
+#       Open MPI's default configuration (the benchmarks' baseline), or with
+#       RINGMEND_LAUNCH_MPICH=1 MPICH's mpiexec (Hydra), which starts its
+#       proxies on the nodes with srun (inside an allocation only)
 #
 #   SAY      what to print before the placement ("run_on_cluster: job 12,")
 #   LIMIT    seconds the job may take
@@ -33,6 +36,7 @@ parse_launch_options() {
       -x) envs+=(-x "$2"); shift 2 ;;
       --expect-passed) expect=$2; shift 2 ;;
       --plain-mpirun) export RINGMEND_LAUNCH_PLAIN_MPIRUN=1; shift ;;
+      --mpich) export RINGMEND_LAUNCH_MPICH=1; shift ;;
       -h | --help) sed -n "${help}p" "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
       -*) echo "$name: unknown option '$1' (--help)" >&2; exit 2 ;;
       *) break ;;
@@ -76,6 +80,30 @@ exec_on_nodes() {
   # every rank on the first node.
   local top
   top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  if [ "${RINGMEND_LAUNCH_MPICH:-0}" = 1 ]; then
+    # Hydra takes -genv for -x; each node's proxy is started by srun in the
+    # allocation (its Slurm launcher). Every namespace node answers to this
+    # machine's hostname, which inside a node is its own loopback: the
+    # proxies reach mpiexec at the host's address on the nodes' bridge
+    # (scripts/cluster.sh's rmbr0). UCX's shared memory would join ranks of
+    # different nodes (one machine underneath): ^sm, as ringmend's own
+    # endpoints, so that across nodes MPICH sends over the nodes' links
+    # (within a node it has its own shared memory).
+    local -a genv=() iface=()
+    local ucx_tls=0
+    while [ "${1:-}" = -x ]; do
+      genv+=(-genv "${2%%=*}" "${2#*=}")
+      [ "${2%%=*}" = UCX_TLS ] && ucx_tls=1
+      shift 2
+    done
+    [ "$ucx_tls" = 1 ] || genv+=(-genv UCX_TLS '^sm')
+    if [ -n "${RINGMEND_MPICH_IFACE:-}" ]; then
+      iface=(-iface "$RINGMEND_MPICH_IFACE")
+    elif ip link show rmbr0 >/dev/null 2>&1; then
+      iface=(-iface rmbr0)
+    fi
+    exec timeout -k 5 "$limit" mpiexec.mpich -launcher slurm "${iface[@]}" -hosts "$hosts" -n "$np" "${genv[@]}" "$@"
+  fi
   if [ "${RINGMEND_LAUNCH_PLAIN_MPIRUN:-0}" = 1 ]; then
     local -a root=()
     [ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)

@@ -4,7 +4,8 @@
 # ulfm/ft_mpirun_args.txt inside `salloc -N <nodes>`, with a given number of
 # ranks on each node (ranks are numbered node by node).
 #
-#   run_on_cluster.sh [-t SECONDS] [-x VAR=VALUE]... [--expect-passed N] [--plain-mpirun] LAYOUT program [args...]
+#   run_on_cluster.sh [-t SECONDS] [-x VAR=VALUE]... [--expect-passed N] [--plain-mpirun | --mpich]
+#                     LAYOUT program [args...]
 #
 #   LAYOUT            ranks per node, comma-separated: 2,2  3,3  3,1 (one entry per node)
 #   -t SECONDS        limit for the whole job, allocation included (default 120)
@@ -13,6 +14,8 @@
 #                     print "TEST PASSED", none "TEST FAILED", exit status 0
 #   --plain-mpirun    mpirun as it comes, without the FT arguments (Open MPI's
 #                     default configuration: the benchmarks' baseline)
+#   --mpich           MPICH's mpiexec instead (Hydra, its proxies started by
+#                     srun): a program built against MPICH, the other baseline
 #
 # Environment: SLURM_CONF (default $RINGMEND_CLUSTER_DIR/slurm.conf, that is
 # /tmp/ringmend-cluster/slurm.conf), MPIEXEC (the ULFM mpirun; default mpirun
@@ -34,7 +37,7 @@ if [ "${1:-}" = "--inside" ]; then
   exec_on_nodes "run_on_cluster: job $SLURM_JOB_ID," "$limit" "$layout" "$node_names" "${envs[@]}" "$@"
 fi
 
-parse_launch_options run_on_cluster 2,19 "$@"
+parse_launch_options run_on_cluster 2,22 "$@"
 set -- "${command[@]}"
 
 for c in salloc sinfo scontrol; do
