@@ -76,8 +76,7 @@ coll::Call counted_call(const CollectiveCall& c, std::uint64_t seq, const int* s
 const coll::Algorithm& Communicator::Impl::selected(coll::CollectiveKind kind, std::size_t bytes) {
   LastSelection& last = last_selection_;
   const membership::Epoch& e = *epoch_;
-  if (last.algorithm && last.epoch == &e && last.epoch_number == e.number && last.kind == kind &&
-      last.bytes == bytes)
+  if (last.epoch == &e && last.epoch_number == e.number && last.kind == kind && last.bytes == bytes)
     return *last.algorithm;
   const coll::Algorithm& algorithm = coll::select(kind, bytes, e.layout, tuning());
   last = {&e, e.number, kind, bytes, &algorithm};

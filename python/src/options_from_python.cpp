@@ -2,46 +2,59 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace py = pybind11;
 
 namespace ringmend::python {
 
+namespace {
+
+using Setter = std::function<void(const py::handle&)>;
+
+// Sets one member from a Python value cast to the member's type (a value
+// of another type is a py::cast_error, reported below).
+template <class T>
+Setter cast_into(Options& o, std::optional<T> Options::*member) {
+  return [&o, member](const py::handle& v) { o.*member = v.cast<T>(); };
+}
+
+// Sets one member from a Python string through its environment parser, so
+// that a word it refuses is refused here alike, naming the option.
+template <class T>
+Setter parsed_into(Options& o, std::optional<T> Options::*member,
+                   T (*parse)(const std::string&, const std::string&), const char* name) {
+  return [&o, member, parse, name](const py::handle& v) { o.*member = parse(name, v.cast<std::string>()); };
+}
+
+}  // namespace
+
 Options options_from_dict(const py::dict& options) {
   Options o;
-  const auto size = [](const py::handle& v) { return v.cast<std::size_t>(); };
-  const auto seconds = [](const py::handle& v) { return v.cast<double>(); };
-  const auto flag = [](const py::handle& v) { return v.cast<bool>(); };
-  const std::map<std::string, std::function<void(const py::handle&)>> fields = {
-      {"chunk_bytes", [&](const py::handle& v) { o.chunk_bytes = size(v); }},
-      {"small_bytes", [&](const py::handle& v) { o.small_bytes = size(v); }},
-      {"timeout", [&](const py::handle& v) { o.timeout_seconds = seconds(v); }},
-      {"recovery_timeout", [&](const py::handle& v) { o.recovery_timeout_seconds = seconds(v); }},
-      {"start_timeout", [&](const py::handle& v) { o.start_timeout_seconds = seconds(v); }},
-      {"finalize_timeout", [&](const py::handle& v) { o.finalize_timeout_seconds = seconds(v); }},
-      {"spares", [&](const py::handle& v) { o.spares = size(v); }},
-      {"spare_policy",
-       [&](const py::handle& v) {
-         o.spare_policy = parse_spare_policy("spare_policy", v.cast<std::string>());
-       }},
+  const std::map<std::string, Setter> fields = {
+      {"chunk_bytes", cast_into(o, &Options::chunk_bytes)},
+      {"small_bytes", cast_into(o, &Options::small_bytes)},
+      {"timeout", cast_into(o, &Options::timeout_seconds)},
+      {"recovery_timeout", cast_into(o, &Options::recovery_timeout_seconds)},
+      {"start_timeout", cast_into(o, &Options::start_timeout_seconds)},
+      {"finalize_timeout", cast_into(o, &Options::finalize_timeout_seconds)},
+      {"spares", cast_into(o, &Options::spares)},
+      {"spare_policy", parsed_into(o, &Options::spare_policy, parse_spare_policy, "spare_policy")},
       {"subgroup_recovery",
-       [&](const py::handle& v) {
-         o.subgroup_recovery = parse_subgroup_recovery("subgroup_recovery", v.cast<std::string>());
-       }},
-      {"shm", [&](const py::handle& v) { o.shm = flag(v); }},
-      {"shm_tune", [&](const py::handle& v) { o.shm_tune = flag(v); }},
-      {"ucx_workers_ahead", [&](const py::handle& v) { o.ucx_workers_ahead = flag(v); }},
-      {"nccl", [&](const py::handle& v) { o.nccl = flag(v); }},
-      {"nccl_shrink", [&](const py::handle& v) { o.nccl_shrink = flag(v); }},
-      {"test_ranks_per_node", [&](const py::handle& v) { o.test_ranks_per_node = size(v); }},
-      {"shm_buffer_bytes", [&](const py::handle& v) { o.shm_buffer_bytes = size(v); }},
-      {"shm_chunk_bytes", [&](const py::handle& v) { o.shm_chunk_bytes = size(v); }},
-      {"shm_depth", [&](const py::handle& v) { o.shm_depth = size(v); }},
-      {"log_level",
-       [&](const py::handle& v) { o.log_level = parse_log_level("log_level", v.cast<std::string>()); }},
-      {"verbose", [&](const py::handle& v) { o.verbose = flag(v); }},
-      {"fault_spec", [&](const py::handle& v) { o.fault_spec = v.cast<std::string>(); }},
+       parsed_into(o, &Options::subgroup_recovery, parse_subgroup_recovery, "subgroup_recovery")},
+      {"shm", cast_into(o, &Options::shm)},
+      {"shm_tune", cast_into(o, &Options::shm_tune)},
+      {"ucx_workers_ahead", cast_into(o, &Options::ucx_workers_ahead)},
+      {"nccl", cast_into(o, &Options::nccl)},
+      {"nccl_shrink", cast_into(o, &Options::nccl_shrink)},
+      {"test_ranks_per_node", cast_into(o, &Options::test_ranks_per_node)},
+      {"shm_buffer_bytes", cast_into(o, &Options::shm_buffer_bytes)},
+      {"shm_chunk_bytes", cast_into(o, &Options::shm_chunk_bytes)},
+      {"shm_depth", cast_into(o, &Options::shm_depth)},
+      {"log_level", parsed_into(o, &Options::log_level, parse_log_level, "log_level")},
+      {"verbose", cast_into(o, &Options::verbose)},
+      {"fault_spec", cast_into(o, &Options::fault_spec)},
   };
   for (const auto& [key, value] : options) {
     const std::string name = key.cast<std::string>();
